@@ -1,0 +1,44 @@
+"""Installs vidcorr with the TensorFlow line that fits the Python version.
+
+* Python 3.7: the user's pin ``tensorflow-gpu==1.15.5`` with ``protobuf<3.21``
+  (the GPU build also runs on a CPU-only machine). A CPU-only user can take
+  the smaller ``tensorflow==1.15.5`` instead: ``VIDCORR_TF_PACKAGE=tensorflow``.
+* Python 3.8 and newer: TensorFlow 2.x (``tensorflow``, GPU-capable on Linux);
+  ``VIDCORR_TF_PACKAGE=tensorflow-cpu`` takes the CPU-only build (as CI does).
+"""
+
+import os
+
+from setuptools import find_packages, setup
+
+TF_PACKAGE = os.environ.get("VIDCORR_TF_PACKAGE", "").strip()
+TF1_PACKAGE = TF_PACKAGE or "tensorflow-gpu"
+TF2_PACKAGE = TF_PACKAGE or "tensorflow"
+
+INSTALL_REQUIRES = [
+    TF1_PACKAGE + '==1.15.5; python_version < "3.8"',
+    'protobuf<3.21; python_version < "3.8"',
+    TF2_PACKAGE + '>=2.9; python_version >= "3.8"',
+    "numpy",
+    "scipy",
+    "pillow",
+    "tqdm",
+]
+
+EXTRAS = {
+    "video": ["av"],
+    "test": ["pytest"],
+}
+
+setup(
+    name="vidcorr",
+    version="0.1.0",
+    description="Learning image matching by watching video (TensorFlow 1.x graph mode)",
+    long_description=open(os.path.join(os.path.dirname(__file__), "README.md")).read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["vidcorr", "vidcorr.*"]),
+    python_requires=">=3.7",
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS,
+    license="MIT",
+)
