@@ -16,8 +16,8 @@ with warnings.catch_warnings():
     import tensorflow.compat.v1 as tf  # noqa: E402  (the one TF import)
     from tensorflow.python.client import device_lib as _device_lib  # noqa: E402
 
-tf.disable_v2_behavior()
 tf.logging.set_verbosity(tf.logging.ERROR)
+tf.disable_v2_behavior()
 
 __all__ = [
     "tf",

@@ -1,0 +1,68 @@
+"""Tests of config parsing: defaults, frozen objects, errors naming the key."""
+
+import dataclasses
+import glob
+import json
+import os
+
+import pytest
+
+from vidcorr.config import Config, config_from_dict, load_config
+from vidcorr.errors import UserError
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+
+def test_defaults_and_frozen():
+    config = config_from_dict({"data": {"synthetic": True}})
+    assert config.model.width == 1.0 and config.model.skips == (4, 3, 2)
+    assert config.train.loss == "l1" and config.data.gap == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.train.steps = 3
+
+
+def test_ints_become_floats_and_round_trip():
+    config = config_from_dict({"model": {"width": 1}, "data": {"synthetic": True,
+                                                               "velocity": [1, -2]}})
+    assert isinstance(config.model.width, float) and config.data.velocity == (1.0, -2.0)
+    assert config_from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    assert config.replace(train={"steps": 7}).train.steps == 7
+
+
+@pytest.mark.parametrize("data,key", [
+    ({"model": {"widht": 1.0}}, "model.widht"),
+    ({"trian": {}}, "trian"),
+    ({"train": {"steps": "ten"}}, "train.steps"),
+    ({"train": {"steps": 1.5}}, "train.steps"),
+    ({"data": {"synthetic": "yes"}}, "data.synthetic"),
+    ({"data": {"sources": "a.mp4"}}, "data.sources"),
+    ({"data": {"sources": []}}, "data.sources"),
+    ({"data": {"synthetic": True, "gap": 0}}, "data.gap"),
+    ({"data": {"synthetic": True}, "train": {"loss": "l3"}}, "train.loss"),
+    ({"data": {"synthetic": True}, "model": {"skips": [4, 4]}}, "model.skips"),
+    ({"data": {"synthetic": True}, "model": {"num_bits": 1}}, "model.num_bits"),
+    ({"data": {"synthetic": True}, "model": "big"}, "model"),
+])
+def test_errors_name_the_key(data, key):
+    with pytest.raises(UserError) as err:
+        config_from_dict(data, origin="x.json")
+    assert str(err.value).startswith("x.json: %s:" % key)
+
+
+def test_load_config_errors(tmp_path):
+    with pytest.raises(UserError, match="not found"):
+        load_config(str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(UserError, match="not valid JSON"):
+        load_config(str(bad))
+
+
+def test_shipped_configs_are_valid():
+    paths = sorted(glob.glob(os.path.join(ROOT, "configs", "*.json")))
+    names = {os.path.basename(p) for p in paths}
+    assert {"mind_paper.json", "cpu_small.json", "finetune_quantized.json",
+            "tiny_test.json"} <= names
+    for path in paths:
+        assert isinstance(load_config(path), Config)
+    assert load_config(os.path.join(ROOT, "configs", "finetune_quantized.json")).model.quantize

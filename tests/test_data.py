@@ -1,0 +1,116 @@
+"""Tests of frame reading, triplet sampling and the synthetic generator."""
+
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vidcorr.config import config_from_dict
+from vidcorr.data import TripletData
+from vidcorr.errors import UserError
+from vidcorr.synthetic import moving_triplet
+from vidcorr.video import load_frames
+
+
+def _folder(root, name, n, height=40, width=72, motion=True):
+    """Frames whose value encodes the frame index in channel 0 and texture elsewhere."""
+    path = os.path.join(str(root), name)
+    os.makedirs(path)
+    rng = np.random.RandomState(len(name))
+    texture = rng.randint(0, 256, (height, width + 3 * n), np.uint8)
+    for i in range(n):
+        frame = np.zeros((height, width, 3), np.uint8)
+        frame[..., 0] = 10 * i
+        frame[..., 1] = texture[:, 3 * i:3 * i + width] if motion else texture[:, :width]
+        Image.fromarray(frame).save(os.path.join(path, "f%d.png" % i))  # natural order f2 < f10
+    return path
+
+
+def _config(sources, **data):
+    base = {"sources": sources, "crop_height": 32, "crop_width": 64, "val_triplets": 8,
+            "static_threshold": 0.0, "flip_horizontal": False, "time_reversal": False}
+    base.update(data)
+    return config_from_dict({"data": base}).data
+
+
+def test_folder_frames_natural_order(tmp_path):
+    frames = load_frames(_folder(tmp_path, "v", 12))
+    assert frames.shape == (12, 40, 72, 3)
+    np.testing.assert_array_equal(frames[:, 0, 0, 0], 10 * np.arange(12))
+
+
+def test_triplets_are_consecutive_at_gap_and_split_by_time(tmp_path):
+    data = TripletData(_config([_folder(tmp_path, "v", 20)], gap=2, val_fraction=0.25))
+    inputs, targets = data.batch(np.random.RandomState(0), 16)
+    t = np.rint(inputs[..., 0] * 255 / 10)[:, 0, 0]
+    np.testing.assert_array_equal(np.rint(targets[..., 0] * 255 / 10)[:, 0, 0], t + 2)
+    np.testing.assert_array_equal(np.rint(inputs[..., 3] * 255 / 10)[:, 0, 0], t + 4)
+    # 20 frames, 5 held out: training triplets end before frame 15, validation ones start there.
+    assert t.max() + 4 <= 14
+    val_in, _ = data.validation_set()
+    assert np.rint(val_in[..., 0] * 255 / 10).min() >= 15
+
+
+def test_time_reversal_and_flips(tmp_path):
+    data = TripletData(_config([_folder(tmp_path, "v", 10)], time_reversal=True,
+                               flip_horizontal=True))
+    inputs, targets = data.batch(np.random.RandomState(3), 64)
+    first = np.rint(inputs[..., 0] * 25.5)[:, 0, 0]
+    last = np.rint(inputs[..., 3] * 25.5)[:, 0, 0]
+    assert set(np.sign(last - first)) == {-1.0, 1.0}  # both time directions occur
+
+
+def test_static_triplets_are_skipped(tmp_path):
+    moving = _folder(tmp_path, "moving", 10)
+    still = _folder(tmp_path, "still", 10, motion=False)
+    data = TripletData(_config([moving, still], static_threshold=0.05))
+    inputs, _ = data.batch(np.random.RandomState(0), 16)
+    # Half the draws land in the still video; all of those are resampled.
+    assert np.all(np.mean(np.abs(inputs[..., 3:] - inputs[..., :3]), axis=(1, 2, 3)) > 0.05)
+    unfiltered = TripletData(_config([moving, still], static_threshold=0.0))
+    inputs, _ = unfiltered.batch(np.random.RandomState(0), 16)
+    assert np.any(np.mean(np.abs(inputs[..., 3:] - inputs[..., :3]), axis=(1, 2, 3)) < 0.05)
+
+
+def test_deterministic_given_seed(tmp_path):
+    data = TripletData(_config([_folder(tmp_path, "v", 12)]))
+    a = next(data.batches(4, seed=5))
+    b = next(data.batches(4, seed=5))
+    c = next(data.batches(4, seed=6))
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(a[0], c[0])
+
+
+def test_synthetic_motion_is_exact(rng):
+    frames, v = moving_triplet(rng, 40, 60, velocity=(0.0, 2.0))
+    # Integer motion: frame t shifted right by 2 px is frame t+1 (away from the border).
+    np.testing.assert_allclose(frames[1][:, 4:-4], frames[0][:, 2:-6], atol=1e-5)
+    np.testing.assert_allclose(frames[2][:, 4:-4], frames[1][:, 2:-6], atol=1e-5)
+
+
+@pytest.mark.parametrize("case,match", [
+    ("missing", "not found"), ("short", "shorter than one triplet"),
+    ("small", "smaller than the crop"), ("mixed", "differ in size"), ("corrupt", "cannot read"),
+    ("video_split", "at least 2 sources"),
+])
+def test_bad_data_errors(tmp_path, case, match):
+    if case == "missing":
+        sources, extra = [str(tmp_path / "nope.mp4")], {}
+    elif case == "short":
+        sources, extra = [_folder(tmp_path, "v", 2)], {}
+    elif case == "small":
+        sources, extra = [_folder(tmp_path, "v", 8, height=20)], {}
+    elif case == "mixed":
+        path = _folder(tmp_path, "v", 5)
+        Image.fromarray(np.zeros((10, 10, 3), np.uint8)).save(os.path.join(path, "f9.png"))
+        sources, extra = [path], {}
+    elif case == "corrupt":
+        path = _folder(tmp_path, "v", 5)
+        with open(os.path.join(path, "f3.png"), "wb") as f:
+            f.write(b"not a png")
+        sources, extra = [path], {}
+    else:
+        sources, extra = [_folder(tmp_path, "v", 8)], {"val_split": "video"}
+    with pytest.raises(UserError, match=match):
+        TripletData(_config(sources, **extra))

@@ -1,0 +1,88 @@
+"""Finding and restoring checkpoints, with errors a user can act on.
+
+``restore_matching`` restores the variables a checkpoint has (by name, with
+matching shapes) and ignores the rest, like TF-Slim's ``ignore_missing_vars``:
+a float checkpoint initialises a quantized graph, a trained model seeds a
+fine-tune without its optimizer state.
+"""
+
+import os
+
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+
+__all__ = ["find_checkpoint", "checkpoint_step", "restore_matching"]
+
+
+def find_checkpoint(path):
+    """Resolves a run directory or checkpoint prefix to a checkpoint prefix.
+
+    Args:
+      path: a directory with a ``checkpoint`` file (its latest is used), or a
+        checkpoint prefix such as ``runs/x/model.ckpt-1000``.
+
+    Returns:
+      The checkpoint prefix.
+
+    Raises:
+      UserError: if nothing loadable is there.
+    """
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise UserError("no checkpoint in directory %s" % path)
+        return latest
+    if os.path.isfile(path + ".index"):
+        return path
+    raise UserError("checkpoint not found: %s (give a run directory or a checkpoint prefix "
+                    "like runs/x/model.ckpt-1000)" % path)
+
+
+def checkpoint_step(prefix):
+    """The ``global_step`` stored in a checkpoint (0 when it has none)."""
+    try:
+        return int(tf.train.load_variable(prefix, "global_step"))
+    except (tf.errors.NotFoundError, ValueError):
+        return 0
+
+
+def restore_matching(sess, prefix, var_list, require_all=False):
+    """Restores the variables of ``var_list`` that the checkpoint holds.
+
+    Args:
+      sess: the session.
+      prefix: a checkpoint prefix.
+      var_list: candidate variables.
+      require_all: raise if any variable is missing from the checkpoint.
+
+    Returns:
+      ``(restored, missing)``: lists of variable names.
+
+    Raises:
+      UserError: when shapes disagree (e.g. a checkpoint of another network
+        width), when nothing matches, or when ``require_all`` and some are
+        missing.
+    """
+    try:
+        shapes = tf.train.list_variables(prefix)
+    except (tf.errors.OpError, ValueError) as err:
+        raise UserError("cannot read checkpoint %s: %s" % (prefix, err))
+    shapes = dict(shapes)
+    restore, missing = [], []
+    for var in var_list:
+        name = var.op.name
+        if name not in shapes:
+            missing.append(name)
+        elif list(shapes[name]) != var.shape.as_list():
+            raise UserError("checkpoint %s does not fit this network: %s has shape %s there but "
+                            "%s here (a different model.width?)"
+                            % (prefix, name, list(shapes[name]), var.shape.as_list()))
+        else:
+            restore.append(var)
+    if not restore:
+        raise UserError("checkpoint %s holds none of this network's variables" % prefix)
+    if require_all and missing:
+        raise UserError("checkpoint %s lacks %d variables, e.g. %s"
+                        % (prefix, len(missing), missing[0]))
+    tf.train.Saver(restore).restore(sess, prefix)
+    return [v.op.name for v in restore], missing

@@ -1,0 +1,297 @@
+"""The training loop: MIND on triplets, checkpoints, resume, summaries, validation.
+
+``Trainer(config).run()`` trains until ``train.steps``. Around one small loop:
+
+* the run directory gets the resolved ``config.json``; an existing run is never
+  written over unless ``resume=True``, which continues from its latest
+  checkpoint (global step, weights and Adam state);
+* ``train.init_from`` seeds a fresh run's network from another checkpoint
+  (e.g. a float model for the quantized fine-tune, ``model.quantize: true``);
+* checkpoints every ``checkpoint_every`` steps and at the end (the last
+  ``keep_checkpoints`` kept); SIGINT/SIGTERM finish the current step, save
+  and return;
+* TensorBoard summaries (loss, PSNR, learning rate, input/prediction/target
+  images) and a tqdm progress bar with loss, samples/s and ETA;
+* validation PSNR on held-out triplets next to the frame-average baseline;
+* a NaN or Inf loss stops the run with :class:`TrainingDiverged`, leaving the
+  last good checkpoint as it was.
+"""
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+from vidcorr import checkpoints
+from vidcorr.compat import session_config, tf
+from vidcorr.config import config_from_dict
+from vidcorr.data import TripletData
+from vidcorr.errors import UserError
+from vidcorr.losses import psnr, psnr_numpy, reconstruction_loss
+from vidcorr.network import NetworkSpec, mind
+
+__all__ = ["Trainer", "TrainingDiverged", "network_spec", "learning_rate", "train"]
+
+CONFIG_FILE = "config.json"
+CHECKPOINT_NAME = "model.ckpt"
+MODEL_SCOPE = "mind"
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or Inf."""
+
+
+def network_spec(model_config):
+    """The :class:`NetworkSpec` of a :class:`vidcorr.config.ModelConfig`."""
+    m = model_config
+    return NetworkSpec(m.width, m.activation, m.leaky_alpha, m.output_kernel, m.bn_decay,
+                       m.skips)
+
+
+def learning_rate(train_config, global_step):
+    """The learning-rate schedule as a tensor of ``global_step``."""
+    t = train_config
+    if t.lr_schedule == "constant":
+        return tf.constant(t.learning_rate)
+    if t.lr_schedule == "exponential":
+        return tf.train.exponential_decay(t.learning_rate, global_step, t.lr_decay_steps,
+                                          t.lr_decay_rate, staircase=True)
+    return tf.train.cosine_decay(t.learning_rate, global_step, t.steps, alpha=t.min_lr_ratio)
+
+
+class Trainer(object):
+    """Trains MIND as a config says.
+
+    Args:
+      config: a :class:`vidcorr.config.Config`.
+      resume: continue the run in ``train.run_dir`` (fresh start when it has
+        no checkpoint yet).
+      log: callable taking a message line.
+      progress: show a tqdm progress bar.
+    """
+
+    def __init__(self, config, resume=False, log=None, progress=True):
+        self.config = config
+        self.resume = resume
+        self.log = log or (lambda msg: tqdm.write(msg, file=sys.stderr))
+        self.progress = progress
+        self.run_dir = config.train.run_dir
+        self.sess = None
+        self.step = 0
+        self._stop_signal = None
+
+    # -- set-up ----------------------------------------------------------------------------
+    def _check_run_dir(self):
+        """Refuses to overwrite a run; returns the checkpoint to resume from, or None."""
+        path = os.path.join(self.run_dir, CONFIG_FILE)
+        existing = os.path.isdir(self.run_dir) and any(
+            name == "checkpoint" or name.startswith("events.") for name in os.listdir(self.run_dir))
+        if existing and not self.resume:
+            raise UserError("run directory %s already holds a run; pass --resume to continue it "
+                            "or set another train.run_dir" % self.run_dir)
+        if existing and os.path.isfile(path):
+            with open(path) as f:
+                old = config_from_dict(json.load(f), origin=path)
+            if old.model != self.config.model or old.data.crop_height != \
+                    self.config.data.crop_height or old.data.crop_width != self.config.data.crop_width:
+                raise UserError("cannot resume %s: its model or crop size differs from this "
+                                "config (see %s)" % (self.run_dir, path))
+        return tf.train.latest_checkpoint(self.run_dir) if existing else None
+
+    def _write_config(self):
+        """Copies the resolved config into the run directory (atomically)."""
+        path = os.path.join(self.run_dir, CONFIG_FILE)
+        os.makedirs(self.run_dir, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump(self.config.to_dict(), f, indent=2, sort_keys=True)
+        os.replace(path + ".tmp", path)
+
+    def setup(self):
+        """Loads data, builds the graph and session, restores or initialises variables."""
+        c = self.config
+        latest = self._check_run_dir()
+        start_step = checkpoints.checkpoint_step(latest) if latest else 0
+        init_prefix = None
+        if c.train.init_from and not latest:
+            init_prefix = checkpoints.find_checkpoint(c.train.init_from)
+        self.data = TripletData(c.data, log=self.log)
+        self.val_inputs, self.val_targets = self.data.validation_set()
+        self._write_config()
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            tf.set_random_seed(c.train.seed)
+            self._build(start_step)
+            self.sess = tf.Session(graph=self.graph, config=session_config(c.train.threads))
+            self.sess.run(tf.global_variables_initializer())
+            if latest:
+                self.saver.restore(self.sess, latest)
+                self.log("resumed %s at step %d" % (latest, start_step))
+            elif init_prefix:
+                restored, _ = checkpoints.restore_matching(
+                    self.sess, init_prefix, tf.global_variables(MODEL_SCOPE), require_all=True)
+                self.log("initialised %d network variables from %s" % (len(restored), init_prefix))
+        self.step = int(self.sess.run(self.global_step))
+        self.writer = tf.summary.FileWriter(self.run_dir, self.graph if not latest else None)
+        return self
+
+    def _build(self, start_step):
+        c = self.config
+        h, w = c.data.crop_height, c.data.crop_width
+        self.global_step = tf.train.get_or_create_global_step()
+        batch_in, batch_tg = tf.data.make_one_shot_iterator(
+            self.data.dataset(c.train.batch_size, c.train.seed, start_step)).get_next()
+        self.inputs = tf.placeholder_with_default(batch_in, [None, h, w, 6], "inputs")
+        self.targets = tf.placeholder_with_default(batch_tg, [None, h, w, 3], "targets")
+        self.is_training = tf.placeholder_with_default(True, [], "is_training")
+        # A quantized run gets a tensor switch, so validation can report float too.
+        self.quantize = (tf.placeholder_with_default(True, [], "quantize")
+                         if c.model.quantize else False)
+        self.prediction = mind(self.inputs, self.is_training, self.quantize,
+                               network_spec(c.model), c.model.num_bits, name=MODEL_SCOPE)
+        self.loss = reconstruction_loss(self.prediction, self.targets, c.train.loss)
+        self.psnr = psnr(self.prediction, self.targets)
+        self.lr = learning_rate(c.train, self.global_step)
+        optimizer = tf.train.AdamOptimizer(self.lr)
+        self.train_op = optimizer.minimize(self.loss, global_step=self.global_step)
+        average = 0.5 * (self.inputs[..., :3] + self.inputs[..., 3:])  # [B, h, w, 3]
+        self.summary_op = tf.summary.merge([
+            tf.summary.scalar("loss", self.loss),
+            tf.summary.scalar("psnr", self.psnr),
+            tf.summary.scalar("baseline_psnr", psnr(average, self.targets)),
+            tf.summary.scalar("learning_rate", self.lr),
+            tf.summary.image("frame_t", self.inputs[:2, ..., :3]),
+            tf.summary.image("prediction", tf.clip_by_value(self.prediction[:2], 0.0, 1.0)),
+            tf.summary.image("target", self.targets[:2]),
+        ])
+        self.saver = tf.train.Saver(max_to_keep=c.train.keep_checkpoints)
+
+    # -- validation and saving -------------------------------------------------------------
+    def predict(self, inputs, quantize=None):
+        """Runs the network in inference mode on ``[N, h, w, 6]`` arrays, in batches."""
+        feed_extra = {}
+        if quantize is not None and self.quantize is not False:
+            feed_extra[self.quantize] = quantize
+        out = []
+        bs = self.config.train.batch_size
+        for i in range(0, len(inputs), bs):
+            feed = {self.inputs: inputs[i:i + bs], self.is_training: False}
+            feed.update(feed_extra)
+            out.append(self.sess.run(self.prediction, feed))
+        return np.concatenate(out)
+
+    def validate(self, quantize=None):
+        """Validation PSNR and loss with the frame-average baseline, as a dict."""
+        pred = self.predict(self.val_inputs, quantize)
+        average = 0.5 * (self.val_inputs[..., :3] + self.val_inputs[..., 3:])
+        diff = pred - self.val_targets
+        loss = {"l1": np.mean(np.abs(diff)), "l2": np.mean(diff ** 2),
+                "charbonnier": np.mean(np.sqrt(diff ** 2 + 1e-6))}[self.config.train.loss]
+        base_diff = average - self.val_targets
+        base_loss = {"l1": np.mean(np.abs(base_diff)), "l2": np.mean(base_diff ** 2),
+                     "charbonnier": np.mean(np.sqrt(base_diff ** 2 + 1e-6))}[self.config.train.loss]
+        return {"val_psnr": float(np.mean(psnr_numpy(pred, self.val_targets))),
+                "baseline_psnr": float(np.mean(psnr_numpy(average, self.val_targets))),
+                "val_loss": float(loss), "baseline_loss": float(base_loss)}
+
+    def _report_validation(self, tag=""):
+        result = self.validate()
+        self.log("step %d: validation PSNR %.2f dB, frame average %.2f dB (%+.2f dB)%s"
+                 % (self.step, result["val_psnr"], result["baseline_psnr"],
+                    result["val_psnr"] - result["baseline_psnr"], tag))
+        summary = tf.Summary(value=[tf.Summary.Value(tag="val/" + k, simple_value=v)
+                                    for k, v in result.items()])
+        self.writer.add_summary(summary, self.step)
+        return result
+
+    def save(self):
+        """Writes a checkpoint at the current step and returns its prefix."""
+        prefix = self.saver.save(self.sess, os.path.join(self.run_dir, CHECKPOINT_NAME),
+                                 global_step=self.step)
+        self.writer.flush()
+        return prefix
+
+    # -- the loop --------------------------------------------------------------------------
+    def _on_signal(self, signum, frame):
+        self._stop_signal = signum
+
+    def train(self):
+        """Runs the loop to ``train.steps``; returns a dict of results."""
+        c = self.config.train
+        results = {"start_step": self.step}
+        if self.config.model.quantize and self.step == 0:
+            results["initial_float"] = self.validate(quantize=False)
+            results["initial"] = self._report_validation(
+                " [quantized; float %.2f dB]" % results["initial_float"]["val_psnr"])
+        handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                handlers[sig] = signal.signal(sig, self._on_signal)
+        bar = tqdm(total=c.steps, initial=self.step, disable=not self.progress, unit="step",
+                   dynamic_ncols=True, mininterval=1.0 if sys.stderr.isatty() else 30.0)
+        last_saved, rate, losses = None, None, []
+        try:
+            while self.step < c.steps and self._stop_signal is None:
+                fetches = [self.train_op, self.loss, self.psnr, self.global_step]
+                want_summary = (self.step + 1) % c.summary_every == 0
+                if want_summary:
+                    fetches.append(self.summary_op)
+                start = time.perf_counter()
+                out = self.sess.run(fetches)
+                elapsed = time.perf_counter() - start
+                loss, step_psnr, self.step = float(out[1]), float(out[2]), int(out[3])
+                if not np.isfinite(loss):
+                    raise TrainingDiverged(
+                        "loss became %s at step %d; stopped without saving. The last good "
+                        "checkpoint is %s" % (loss, self.step,
+                                              tf.train.latest_checkpoint(self.run_dir)))
+                losses.append(loss)
+                if want_summary:
+                    self.writer.add_summary(out[4], self.step)
+                speed = c.batch_size / max(elapsed, 1e-9)
+                rate = speed if rate is None else 0.9 * rate + 0.1 * speed
+                bar.update(1)
+                bar.set_postfix(loss="%.4f" % loss, psnr="%.2f" % step_psnr,
+                                samples_s="%.1f" % rate, refresh=False)
+                if self.step % c.checkpoint_every == 0:
+                    last_saved = self.save()
+                if self.step % c.validate_every == 0:
+                    self._report_validation()
+        finally:
+            bar.close()
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+        if last_saved is None or checkpoints.checkpoint_step(last_saved) != self.step:
+            last_saved = self.save()
+        if self._stop_signal is not None:
+            self.log("stopped by signal %d at step %d; saved %s"
+                     % (self._stop_signal, self.step, last_saved))
+        results.update(self._report_validation(" [final]"))
+        results.update(step=self.step, checkpoint=last_saved, samples_per_second=rate,
+                       interrupted=self._stop_signal is not None,
+                       train_loss=float(np.mean(losses[-20:])) if losses else None)
+        return results
+
+    def close(self):
+        """Closes the session and the summary writer."""
+        if self.sess is not None:
+            self.writer.close()
+            self.sess.close()
+            self.sess = None
+
+    def run(self):
+        """``setup()``, ``train()`` and ``close()``; returns the results dict."""
+        try:
+            self.setup()
+            return self.train()
+        finally:
+            self.close()
+
+
+def train(config, resume=False, progress=True, log=None):
+    """Trains a config; returns the results dict (see :meth:`Trainer.train`)."""
+    return Trainer(config, resume=resume, log=log, progress=progress).run()

