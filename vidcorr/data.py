@@ -116,6 +116,9 @@ class TripletData(object):
         if c.synthetic:
             inputs, targets, _ = synthetic_batch(rng, batch_size, self.crop[0], self.crop[1],
                                                  c.max_motion, c.velocity or None)
+            if c.time_reversal and not validation:  # swap t and t+2: the motion reverses
+                swap = rng.rand(batch_size) < 0.5
+                inputs[swap] = np.concatenate([inputs[swap, ..., 3:], inputs[swap, ..., :3]], -1)
             return inputs, targets
         ranges = self.val_ranges if validation else self.train_ranges
         triplets = np.stack([self._sample(rng, ranges, not validation)

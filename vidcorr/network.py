@@ -27,7 +27,7 @@ from vidcorr.batchnorm import batch_norm
 from vidcorr.compat import tf
 from vidcorr.quantize import quantize_transform
 
-__all__ = ["ENCODER_CHANNELS", "DECODER_CHANNELS", "MULTIPLE", "PAPER_SKIPS", "NetworkSpec", "channel_plan",
+__all__ = ["BN_EPSILON", "ENCODER_CHANNELS", "DECODER_CHANNELS", "MULTIPLE", "PAPER_SKIPS", "NetworkSpec", "channel_plan",
            "mind", "pad_to_multiple", "forward_flops"]
 
 ENCODER_CHANNELS = (96, 96, 128, 128, 128)
@@ -36,6 +36,7 @@ CONVS_PER_ENCODER_BLOCK = 3
 CONVS_PER_DECODER_BLOCK = 2
 PAPER_SKIPS = (4, 3, 2)  # the paper's skips: pool4, pool3, pool2
 MULTIPLE = 32  # 2 ** number of pooling stages
+BN_EPSILON = 1e-3
 OUTPUT_INIT = tf.random_normal_initializer(stddev=0.01)  # start near mid-grey
 
 NetworkSpec = collections.namedtuple(
@@ -102,18 +103,24 @@ def pad_to_multiple(x, multiple=MULTIPLE):
     return x, (top, left, height, width)
 
 
-def _conv_unit(name, x, filters, is_training, spec, transform, transpose=False):
-    """conv (or 4x4 stride-2 transposed conv) -> batch norm -> activation."""
+def _conv_unit(name, x, filters, is_training, spec, transform, transpose=False, folded=False):
+    """conv (or 4x4 stride-2 transposed conv) -> batch norm -> activation.
+
+    With ``folded`` the batch norm is replaced by the convolution's ``biases``
+    (inference graphs whose weights come from :func:`vidcorr.inference.fold_batch_norm`).
+    """
     if transpose:
-        h = layers.conv2d_transpose(name, x, filters, 4, 2, use_bias=False, transform=transform)
+        h = layers.conv2d_transpose(name, x, filters, 4, 2, use_bias=folded, transform=transform)
     else:
-        h = layers.conv2d(name, x, filters, 3, 1, use_bias=False, transform=transform)
-    h = batch_norm(name + "/bn", h, is_training, decay=spec.bn_decay, transform=transform)
+        h = layers.conv2d(name, x, filters, 3, 1, use_bias=folded, transform=transform)
+    if not folded:
+        h = batch_norm(name + "/bn", h, is_training, decay=spec.bn_decay, epsilon=BN_EPSILON,
+                       transform=transform)
     return layers.activation(h, spec.activation, spec.leaky_alpha)
 
 
 def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, transform=None,
-         name="mind"):
+         name="mind", folded=False):
     """Builds the MIND interpolation network.
 
     Args:
@@ -125,6 +132,9 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
       num_bits: quantisation bit width.
       transform: an extra variable transform applied before quantisation.
       name: the outer variable scope.
+      folded: build the inference form with batch norm folded into the
+        convolutions (``weights`` and ``biases`` per layer, no ``bn`` scopes;
+        ``is_training`` is ignored). Load it with folded checkpoint values.
 
     Returns:
       The predicted middle frame, ``[B, H, W, 3]``.
@@ -147,18 +157,20 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
         features = {}  # encoder level -> features at 1/2^level of the input
         for b, channels in enumerate(enc_channels, 1):
             for c in range(1, CONVS_PER_ENCODER_BLOCK + 1):
-                h = _conv_unit("enc%d/conv%d" % (b, c), h, channels, is_training, spec, transform)
+                h = _conv_unit("enc%d/conv%d" % (b, c), h, channels, is_training, spec, transform,
+                               folded=folded)
             if b == 1:
                 features[0] = h  # [B, H', W', C]
             h = layers.max_pool("enc%d/pool" % b, h)  # [B, H'/2^b, W'/2^b, C]
             features[b] = h
         for b, channels in enumerate(dec_channels, 1):
             h = _conv_unit("dec%d/up" % b, h, channels, is_training, spec, transform,
-                           transpose=True)  # [B, H'/2^(5-b), W'/2^(5-b), C]
+                           transpose=True, folded=folded)  # [B, H'/2^(5-b), W'/2^(5-b), C]
             if b in skip_map:
                 h = tf.concat([h, features[skip_map[b]]], axis=3)
             for c in range(1, CONVS_PER_DECODER_BLOCK + 1):
-                h = _conv_unit("dec%d/conv%d" % (b, c), h, channels, is_training, spec, transform)
+                h = _conv_unit("dec%d/conv%d" % (b, c), h, channels, is_training, spec, transform,
+                               folded=folded)
         out = layers.conv2d("output", h, 3, spec.output_kernel, use_bias=True,
                             transform=transform, initializer=OUTPUT_INIT) + 0.5  # [B, H', W', 3]
         out = out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]

@@ -12,7 +12,7 @@ from scipy import ndimage
 
 __all__ = ["smooth_texture", "moving_triplet", "synthetic_batch"]
 
-TEXTURE_SIGMAS = (2.0, 4.0, 8.0)
+TEXTURE_SIGMAS = (1.0, 2.0, 4.0)
 
 
 def smooth_texture(rng, height, width, sigmas=TEXTURE_SIGMAS):

@@ -18,7 +18,7 @@ from PIL import Image
 from vidcorr.errors import UserError
 
 __all__ = ["IMAGE_EXTENSIONS", "VIDEO_EXTENSIONS", "resolve_source", "load_frames",
-           "read_image", "resize_frame"]
+           "read_image", "resize_frame", "natural_key"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff")
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".gif")
@@ -79,13 +79,14 @@ def read_image(path):
         raise UserError("cannot read image %s: %s" % (path, err))
 
 
-def _natural_key(name):
+def natural_key(name):
+    """Sort key putting ``f2.png`` before ``f10.png``."""
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
 
 
 def _folder_frames(path, max_height):
     names = sorted((n for n in os.listdir(path) if n.lower().endswith(IMAGE_EXTENSIONS)),
-                   key=_natural_key)
+                   key=natural_key)
     frames, first = [], None
     for name in names:
         frame = read_image(os.path.join(path, name))

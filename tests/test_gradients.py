@@ -1,0 +1,123 @@
+"""Tests of the batched sensitivity graph against per-pixel tf.gradients and numpy."""
+
+import numpy as np
+import pytest
+
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
+from vidcorr.inference import checkpoint_values, fold_batch_norm, spec_from_checkpoint
+from vidcorr.network import NetworkSpec, mind
+
+H, W = 32, 64
+
+
+def _reference(prefix, image, points):
+    """Per-pixel tf.gradients on the *unfolded* network, one sess.run each."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.constant(image[None])
+        out = mind(x, False, spec=NetworkSpec(width=0.125))
+        cotangent = tf.placeholder(tf.float32, [1, H, W, 3])
+        grad = tf.gradients(out, x, grad_ys=cotangent)[0]
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, prefix)
+            grads = []
+            for px, py in points:
+                ct = np.zeros((1, H, W, 3), np.float32)
+                ct[0, py, px] = 1.0
+                grads.append(sess.run(grad, {cotangent: ct})[0])
+            prediction = sess.run(out)[0]
+    return np.stack(grads), prediction  # [N, H, W, 6]
+
+
+@pytest.fixture(scope="module")
+def setup(random_checkpoint):
+    rng = np.random.RandomState(3)
+    image = rng.rand(H, W, 6).astype(np.float32)
+    points = grid_points(H, W, 8, offset=3)[::3]
+    grads, prediction = _reference(random_checkpoint, image, points)
+    return random_checkpoint, image, points, grads, prediction
+
+
+@pytest.mark.parametrize("norm", ["l2", "l1", "max"])
+def test_batched_reduced_equals_per_pixel_reference(setup, norm):
+    prefix, image, points, grads, prediction = setup
+    values = checkpoint_values(prefix)
+    graph = SensitivityGraph(spec_from_checkpoint(prefix, values), H, W,
+                             fold_batch_norm(values), chunk=4, norm=norm, radius=3)
+    graph.set_images(image[..., :3], image[..., 3:])
+    np.testing.assert_allclose(graph.predict(), prediction, atol=1e-4)  # folding is exact
+    res = graph.run(points)
+    per_frame = grads.reshape(len(points), H, W, 2, 3)
+    sens = {"l2": np.sqrt((per_frame ** 2).sum(-1)), "l1": np.abs(per_frame).sum(-1),
+            "max": np.abs(per_frame).max(-1)}[norm]  # [N, H, W, 2]
+    for i in range(len(points)):
+        for f in range(2):
+            m = sens[i, ..., f]
+            y, x = np.unravel_index(np.argmax(m), m.shape)
+            assert tuple(res["peak_xy"][i, f]) == (x, y)
+            np.testing.assert_allclose(res["peak"][i, f], m.max(), rtol=1e-4)
+            yy, xx = np.mgrid[:H, :W]
+            far = (yy - y) ** 2 + (xx - x) ** 2 > 9
+            np.testing.assert_allclose(res["second"][i, f], m[far].max(), rtol=1e-4)
+            padded = np.pad(m, 1)
+            np.testing.assert_allclose(res["patch"][i, f], padded[y:y + 3, x:x + 3].ravel(),
+                                       rtol=1e-4, atol=1e-9)
+    graph.close()
+
+
+def test_gradients_match_finite_differences(setup):
+    prefix, image, points, grads, _ = setup
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [1, H, W, 6])
+        out = mind(x, False, spec=NetworkSpec(width=0.125))
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, prefix)
+            px, py = points[2]
+            base = image.astype(np.float32)
+            g = grads[2]
+            checked = 0
+            for flat in np.argsort(-np.abs(g).ravel())[:6]:  # the strongest input entries
+                idx = np.unravel_index(flat, g.shape)
+                h = 1e-2
+                plus, minus = base.copy(), base.copy()
+                plus[idx] += h
+                minus[idx] -= h
+                fp = sess.run(out, {x: plus[None]})[0, py, px].sum()
+                fm = sess.run(out, {x: minus[None]})[0, py, px].sum()
+                np.testing.assert_allclose((fp - fm) / (2 * h), g[idx], rtol=0.05, atol=1e-4)
+                checked += 1
+    assert checked == 6
+
+
+def test_graph_is_finalised_and_full_maps(setup):
+    prefix, image, points, grads, _ = setup
+    values = checkpoint_values(prefix)
+    graph = SensitivityGraph(spec_from_checkpoint(prefix, values), H, W,
+                             fold_batch_norm(values), chunk=3)
+    graph.set_images(image[..., :3], image[..., 3:])
+    before = graph.op_count()
+    maps = graph.full_maps(points[:4])
+    graph.run(points)
+    graph.set_images(image[..., 3:], image[..., :3])
+    graph.run(points)
+    assert graph.op_count() == before
+    with pytest.raises(RuntimeError):
+        with graph.graph.as_default():
+            tf.constant(1.0)
+    expected = np.sqrt((grads[:4].reshape(4, H, W, 2, 3) ** 2).sum(-1)).transpose(0, 3, 1, 2)
+    np.testing.assert_allclose(maps, expected, rtol=1e-3, atol=1e-6)
+    graph.close()
+
+
+def test_bad_weights_and_grid(setup, random_checkpoint):
+    values = fold_batch_norm(checkpoint_values(random_checkpoint))
+    with pytest.raises(UserError, match="another model width"):
+        SensitivityGraph(NetworkSpec(width=0.25), H, W, values)
+    with pytest.raises(UserError, match="stride"):
+        grid_points(H, W, 0)
+    assert grid_points(5, 7, 2).tolist()[:4] == [[0, 0], [2, 0], [4, 0], [6, 0]]
+    assert chunk_for_budget(NetworkSpec(), 128, 384, 2048) < chunk_for_budget(
+        NetworkSpec(width=0.25), 128, 384, 2048)

@@ -1,0 +1,176 @@
+"""Tests of the Matcher, Matches and the correspond script."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vidcorr.errors import UserError
+from vidcorr.matching import Matcher, Matches, refine_peaks, to_rgb_float
+from vidcorr.synthetic import moving_triplet
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+
+def test_graph_does_not_grow_across_pairs(random_checkpoint):
+    rng = np.random.RandomState(0)
+    matcher = Matcher(random_checkpoint, chunk=8)
+    pair = lambda: (rng.rand(32, 64, 3), rng.rand(32, 64, 3))  # noqa: E731
+    matcher.match(*pair(), stride=8)
+    graph = matcher.graph_for(32, 64)
+    count = graph.op_count()
+    for _ in range(3):
+        matches = matcher.match(*pair(), stride=8)
+    assert graph.op_count() == count and len(matcher._graphs) == 1
+    assert len(matches) == 4 * 8
+    matcher.close()
+
+
+def test_trained_network_recovers_known_motion(trained_tiny):
+    config, _ = trained_tiny
+    vy, vx = config.data.velocity
+    frames, _ = moving_triplet(np.random.RandomState(11), 48, 96, velocity=(vy, vx))
+    matcher = Matcher(config.train.run_dir, chunk=16)
+    matches = matcher.match(frames[0], frames[2], stride=4)
+    matcher.close()
+    inner = ((matches.grid[:, 0] >= 8) & (matches.grid[:, 0] < 88) &
+             (matches.grid[:, 1] >= 8) & (matches.grid[:, 1] < 40))
+    err1 = np.hypot(*(matches.p1 - (matches.grid - [vx, vy])).T)[inner]
+    err3 = np.hypot(*(matches.p3 - (matches.grid + [vx, vy])).T)[inner]
+    assert np.mean((err1 < 1.0) & (err3 < 1.0)) > 0.6, (np.median(err1), np.median(err3))
+    # Flow t -> t+2 is 2 v where matches are valid and good.
+    flow = matches.to_flow()
+    good = np.isfinite(flow[..., 0])
+    assert good.sum() > 50
+    assert np.median(np.abs(flow[good] - [2 * vx, 2 * vy])) < 1.0
+
+
+def test_consistency_check_agrees_with_swapped_run(random_checkpoint):
+    rng = np.random.RandomState(4)
+    a, b = rng.rand(32, 64, 3), rng.rand(32, 64, 3)
+    matcher = Matcher(random_checkpoint, chunk=8)
+    forward = matcher.match(a, b, stride=8)
+    backward = matcher.match(b, a, stride=8)
+    distance = np.maximum(np.abs(backward.p3 - forward.p1).max(axis=1),
+                          np.abs(backward.p1 - forward.p3).max(axis=1))
+    tolerance = float(np.median(distance))  # about half agree
+    checked = matcher.match(a, b, stride=8, consistency=True, tolerance=tolerance)
+    matcher.close()
+    expected = distance <= tolerance
+    np.testing.assert_array_equal(checked.valid, expected)
+    np.testing.assert_array_equal(checked.p1, forward.p1)
+    assert 0 < expected.sum() < len(expected)  # a real mix, so the test can fail
+
+
+def test_max_size_maps_back_to_original_pixels(random_checkpoint):
+    rng = np.random.RandomState(1)
+    a, b = rng.rand(64, 128, 3), rng.rand(64, 128, 3)
+    matcher = Matcher(random_checkpoint, chunk=8, max_size=64)
+    matches = matcher.match(a, b, stride=8)
+    assert list(matcher._graphs) == [(32, 64)]
+    assert matches.size == (64, 128)
+    assert matches.grid[:, 0].max() <= 127 and matches.grid[1, 0] - matches.grid[0, 0] == 16
+    assert np.all((matches.p1 >= -0.5) & (matches.p1 <= [127.5, 63.5]))
+    matcher.close()
+
+
+def test_refine_peaks_recovers_quadratic_vertex():
+    yy, xx = np.mgrid[-1:2, -1:2]
+    patch = -((xx - 0.3) ** 2 + (yy + 0.2) ** 2)  # vertex at (+0.3, -0.2)
+    out = refine_peaks(np.array([[10, 10]]), patch.reshape(1, 9), 20, 20)
+    np.testing.assert_allclose(out, [[10.3, 9.8]], atol=1e-9)
+    border = refine_peaks(np.array([[0, 10]]), patch.reshape(1, 9), 20, 20)
+    assert border[0, 0] == 0.0
+
+
+def test_image_conversion_and_errors(tmp_path):
+    gray = np.full((40, 40), 255, np.uint8)
+    np.testing.assert_array_equal(to_rgb_float(gray), np.ones((40, 40, 3), np.float32))
+    rgba = np.zeros((40, 40, 4), np.uint8)
+    assert to_rgb_float(rgba).shape == (40, 40, 3)
+    with pytest.raises(UserError, match="must be"):
+        to_rgb_float(np.zeros((4, 4, 2)))
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"nope")
+    with pytest.raises(UserError, match="cannot read"):
+        to_rgb_float(str(bad))
+
+
+def test_matcher_input_errors(random_checkpoint, tmp_path):
+    matcher = Matcher(random_checkpoint)
+    with pytest.raises(UserError, match="differ in size"):
+        matcher.match(np.zeros((32, 64, 3)), np.zeros((32, 96, 3)))
+    with pytest.raises(UserError, match="at least 32"):
+        matcher.match(np.zeros((16, 64, 3)), np.zeros((16, 64, 3)))
+    with pytest.raises(UserError, match="stride"):
+        matcher.match(np.zeros((32, 64, 3)), np.zeros((32, 64, 3)), stride=0)
+    with pytest.raises(UserError, match="checkpoint not found"):
+        Matcher(str(tmp_path / "none"))
+
+
+def test_matches_save_load_and_flow():
+    m = Matches(grid=[[4, 4], [8, 4]], p1=[[3.0, 4.0], [7.6, 4.2]], p3=[[5.0, 4.0], [9.0, 5.0]],
+                peak=[[1, 1], [2, 2]], confidence=[0.5, 0.9], valid=[True, False], size=(10, 12))
+    flow = m.to_flow()
+    np.testing.assert_array_equal(flow[4, 3], [2.0, 0.0])
+    assert np.isnan(flow[4, 8]).all() and np.isfinite(flow).sum() == 2
+    assert np.isfinite(m.to_flow(only_valid=False)).sum() == 4
+
+
+def _write_pair(tmp_path, size=(48, 96)):
+    frames, _ = moving_triplet(np.random.RandomState(2), size[0], size[1], velocity=(1.0, 1.0))
+    paths = []
+    for i in (0, 2):
+        path = str(tmp_path / ("f%d.png" % i))
+        Image.fromarray((frames[i] * 255).astype(np.uint8)).save(path)
+        paths.append(path)
+    return paths
+
+
+def _correspond(args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "correspond.py")] + args,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+
+
+def test_correspond_script_writes_all_outputs(random_checkpoint, tmp_path):
+    from vidcorr.flowio import read_flo, read_kitti_flow
+    a, b = _write_pair(tmp_path)
+    out = tmp_path / "out"
+    proc = _correspond([a, b, "--checkpoint", random_checkpoint, "--stride", "8", "--out",
+                        str(out), "--no-progress"])
+    assert proc.returncode == 0, proc.stderr
+    assert "f0__f2: 72 matches" in proc.stdout
+    base = str(out / "f0__f2")
+    matches = Matches.load(base + ".npz")
+    assert len(matches) == 6 * 12 and matches.size == (48, 96)
+    flo = read_flo(base + ".flo")
+    kitti, valid = read_kitti_flow(base + "_kitti.png")
+    np.testing.assert_allclose(kitti[valid], flo[valid], atol=1 / 64.0)
+    assert valid.sum() == np.isfinite(flo[..., 0]).sum() > 0
+    table = np.loadtxt(base + ".txt")
+    assert table.shape == (72, 10)
+    with Image.open(base + ".png") as picture:
+        assert picture.format == "PNG" and picture.size == (2 * 96, 2 * 48)
+
+
+def test_correspond_script_bad_input_leaves_nothing(random_checkpoint, tmp_path):
+    a, _ = _write_pair(tmp_path)
+    Image.fromarray(np.zeros((40, 80, 3), np.uint8)).save(str(tmp_path / "small.png"))
+    out = tmp_path / "out"
+    cases = [
+        ([a, str(tmp_path / "small.png")], "differ in size"),
+        ([a, str(tmp_path / "missing.png")], "image not found"),
+        ([a, a, "--stride", "0"], "stride"),
+        ([a], "exactly two images"),
+    ]
+    for args, message in cases:
+        proc = _correspond(args + ["--checkpoint", random_checkpoint, "--out", str(out),
+                                   "--no-progress"])
+        assert proc.returncode == 2
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+        assert len(lines) == 1 and message in lines[0], proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not out.exists() or not os.listdir(str(out))

@@ -1,0 +1,118 @@
+"""Batch correspondence over image pairs: what ``scripts/correspond.py`` runs.
+
+Every output file of a pair is written to a temporary name and renamed when
+complete, so an error or an interrupt leaves no partial file behind.
+"""
+
+import os
+import time
+
+from tqdm import tqdm
+
+from vidcorr.errors import UserError
+from vidcorr.flowio import write_flo, write_kitti_flow
+from vidcorr.matching import Matcher, to_rgb_float
+from vidcorr.video import IMAGE_EXTENSIONS, natural_key
+from vidcorr.visualize import match_picture
+
+__all__ = ["list_pairs", "correspond_pairs", "write_outputs"]
+
+
+def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2):
+    """The ``(frame_t, frame_t2)`` path pairs from exactly one of the three inputs.
+
+    Raises:
+      UserError: for no or several inputs, a bad list file or too few frames.
+    """
+    given = sum([bool(images), bool(pairs_file), bool(frames_dir)])
+    if given != 1:
+        raise UserError("give two images, or --pairs LIST, or --frames DIR (exactly one)")
+    if images:
+        if len(images) != 2:
+            raise UserError("give exactly two images (frame t and frame t+2), got %d"
+                            % len(images))
+        return [tuple(images)]
+    if pairs_file:
+        if not os.path.isfile(pairs_file):
+            raise UserError("pairs file not found: %s" % pairs_file)
+        out, base = [], os.path.dirname(os.path.abspath(pairs_file))
+        with open(pairs_file) as f:
+            for number, line in enumerate(f, 1):
+                parts = line.split()
+                if not parts or parts[0].startswith("#"):
+                    continue
+                if len(parts) != 2:
+                    raise UserError("%s:%d: expected two paths, got %r"
+                                    % (pairs_file, number, line.strip()))
+                out.append(tuple(p if os.path.isabs(p) else os.path.join(base, p)
+                                 for p in parts))
+        if not out:
+            raise UserError("%s lists no pairs" % pairs_file)
+        return out
+    if not os.path.isdir(frames_dir):
+        raise UserError("frame folder not found: %s" % frames_dir)
+    if gap < 1:
+        raise UserError("--gap must be at least 1, got %d" % gap)
+    names = sorted((n for n in os.listdir(frames_dir) if n.lower().endswith(IMAGE_EXTENSIONS)),
+                   key=natural_key)
+    if len(names) <= gap:
+        raise UserError("%s has %d frames, too few for gap %d" % (frames_dir, len(names), gap))
+    return [(os.path.join(frames_dir, names[i]), os.path.join(frames_dir, names[i + gap]))
+            for i in range(len(names) - gap)]
+
+
+def _atomic(path, writer):
+    tmp = path + ".part"
+    try:
+        writer(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_outputs(matches, frame_t, frame_t2, out_dir, name):
+    """Writes NAME.npz, NAME.txt, NAME.flo, NAME_kitti.png and NAME.png; returns the paths."""
+    flow = matches.to_flow()
+    base = os.path.join(out_dir, name)
+
+    def save_npz(path):
+        with open(path, "wb") as f:  # a file object: numpy adds no second extension
+            matches.save(f)
+
+    writers = [
+        (base + ".npz", save_npz),
+        (base + ".txt", matches.save_text),
+        (base + ".flo", lambda p: write_flo(p, flow)),
+        (base + "_kitti.png", lambda p: write_kitti_flow(p, flow)),
+        (base + ".png", lambda p: match_picture(frame_t, frame_t2, matches, p)),
+    ]
+    for path, writer in writers:
+        _atomic(path, writer)
+    return [p for p, _ in writers]
+
+
+def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
+                     consistency=False, memory_mb=1024, progress=True):
+    """Matches every pair and writes its files; returns ``[(name, matches, seconds)]``.
+
+    Raises:
+      UserError: for a bad checkpoint, unreadable or mismatched images.
+    """
+    matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size)
+    os.makedirs(out_dir, exist_ok=True)
+    done = []
+    try:
+        for frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
+                                      unit="pair"):
+            start = time.time()
+            a, b = to_rgb_float(frame_t, frame_t), to_rgb_float(frame_t2, frame_t2)
+            matches = matcher.match(a, b, stride=stride, consistency=consistency,
+                                    progress=progress)
+            name = "%s__%s" % tuple(os.path.splitext(os.path.basename(p))[0]
+                                    for p in (frame_t, frame_t2))
+            write_outputs(matches, a, b, out_dir, name)
+            done.append((name, int(matches.valid.sum()), time.time() - start))
+    finally:
+        matcher.close()
+    return done

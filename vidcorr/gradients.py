@@ -1,0 +1,206 @@
+"""Per-pixel sensitivity of the interpolation network, built once and batched.
+
+For an output pixel p the sensitivity is ``d(sum_c out[p, c]) / d(input)``, a
+``[H, W, 6]`` map; reduced over each frame's 3 channels (L2 norm by default)
+its peak in frame t and in frame t+2 is the match of p.
+
+:class:`SensitivityGraph` builds this computation once for a network and an
+image size, never per pixel:
+
+* the image pair lives in a device-resident variable (on the GPU when there is
+  one), loaded once per pair;
+* the network runs once; a single VJP is vectorised (``tf.vectorized_map``,
+  i.e. pfor) over a chunk of one-hot cotangents, one per pixel, so the
+  backward pass is batched over pixels while the forward activations are
+  shared;
+* the reduction happens on the device: per pixel and frame only the argmax,
+  the peak, the best value outside a radius (for the confidence) and the 3x3
+  neighbourhood of the peak (for sub-pixel refinement) come back; full maps
+  are fetched only on request;
+* the graph is finalised after construction, so its op count cannot grow with
+  the number of pixels or calls.
+
+The chunk index is fed: the pixel list of one ``sess.run`` is a placeholder.
+The chunk size comes from a memory budget (:func:`chunk_for_budget`).
+"""
+
+import numpy as np
+from tqdm import tqdm
+
+from vidcorr.compat import default_device, session_config, tf
+from vidcorr.errors import UserError
+from vidcorr.network import MULTIPLE, channel_plan, mind
+
+__all__ = ["NORMS", "SensitivityGraph", "grid_points", "chunk_for_budget",
+           "activation_bytes_per_pixel"]
+
+NORMS = ("l2", "l1", "max")
+
+
+def grid_points(height, width, stride, offset=0):
+    """Grid points ``(x, y)`` of the middle frame, row-major, as an ``[N, 2]`` int array.
+
+    Raises:
+      UserError: for ``stride < 1`` or an offset outside ``[0, stride)``.
+    """
+    if int(stride) != stride or stride < 1:
+        raise UserError("stride must be an integer >= 1, got %r" % (stride,))
+    if not 0 <= offset < max(stride, 1) or int(offset) != offset:
+        raise UserError("offset must be an integer in [0, stride), got %r" % (offset,))
+    ys, xs = np.meshgrid(np.arange(offset, height, stride), np.arange(offset, width, stride),
+                         indexing="ij")
+    return np.stack([xs.ravel(), ys.ravel()], axis=1).astype(np.int64)
+
+
+def activation_bytes_per_pixel(spec, height, width):
+    """Rough float32 bytes of the backward pass of one pixel (its share of a chunk).
+
+    The sum over all layers of their activation sizes, times 3: the incoming
+    gradient, the outgoing one and the ReLU mask broadcast to the chunk.
+    """
+    enc, dec = channel_plan(spec.width)
+    h, w = height + (-height % MULTIPLE), width + (-width % MULTIPLE)
+    floats = h * w * 6
+    for c in enc:
+        floats += 3 * h * w * c + (h // 2) * (w // 2) * c
+        h, w = h // 2, w // 2
+    for c in dec:
+        h, w = h * 2, w * 2
+        floats += 4 * h * w * c
+    return 3 * 4 * floats
+
+
+def chunk_for_budget(spec, height, width, memory_mb):
+    """The number of pixels per batched VJP that fits ``memory_mb`` (at least 1)."""
+    per_pixel = activation_bytes_per_pixel(spec, height, width)
+    return int(max(1, min(512, (memory_mb * 2 ** 20) // per_pixel)))
+
+
+class SensitivityGraph(object):
+    """The batched, reduced sensitivity computation for one network and image size.
+
+    Args:
+      spec: the :class:`vidcorr.network.NetworkSpec`.
+      height: image height.
+      width: image width.
+      weights: ``{name: array}`` of the *folded* network
+        (:func:`vidcorr.inference.fold_batch_norm`).
+      chunk: pixels per ``sess.run``.
+      norm: per-frame channel reduction, ``'l2'``, ``'l1'`` or ``'max'``.
+      radius: the second-best peak is searched outside this radius (pixels).
+      device: where to place the computation (default: GPU if any, else CPU).
+      threads: intra-op threads (None: TensorFlow decides).
+
+    Raises:
+      UserError: if ``weights`` do not fit the network (another width or
+        architecture), or for a bad ``norm``.
+    """
+
+    def __init__(self, spec, height, width, weights, chunk=16, norm="l2", radius=4, device=None,
+                 threads=None):
+        if norm not in NORMS:
+            raise UserError("norm must be one of %s, got %r" % (", ".join(NORMS), norm))
+        self.height, self.width, self.chunk = int(height), int(width), int(chunk)
+        self.graph = tf.Graph()
+        with self.graph.as_default(), tf.device(device or default_device()):
+            self._build(spec, norm, radius)
+            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
+            self._load_weights(weights)
+        self.graph.finalize()
+
+    def _build(self, spec, norm, radius):
+        h, w = self.height, self.width
+        self.image = tf.get_variable("image", [1, h, w, 6], tf.float32, tf.zeros_initializer(),
+                                     trainable=False, use_resource=True)
+        frames = self.image.value()  # [1, H, W, 6], device resident
+        out = mind(frames, False, spec=spec, folded=True)  # [1, H, W, 3]
+        self.prediction = out
+        self.pixels = tf.placeholder(tf.int32, [None], name="pixels")  # flat y * W + x
+
+        def vjp(index):
+            cotangent = tf.reshape(tf.one_hot(index, h * w), [1, h, w, 1]) * tf.ones([1, 1, 1, 3])
+            return tf.gradients(out, frames, grad_ys=cotangent)[0]  # [1, H, W, 6]
+
+        grads = tf.reshape(tf.vectorized_map(vjp, self.pixels), [-1, h, w, 2, 3])  # [K,H,W,2,3]
+        if norm == "l2":
+            sens = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=-1))
+        elif norm == "l1":
+            sens = tf.reduce_sum(tf.abs(grads), axis=-1)
+        else:
+            sens = tf.reduce_max(tf.abs(grads), axis=-1)
+        sens = tf.transpose(sens, [0, 3, 1, 2])  # [K, 2, H, W]
+        self.maps = sens
+        flat = tf.reshape(sens, [-1, 2, h * w])  # [K, 2, HW]
+        arg = tf.argmax(flat, axis=-1, output_type=tf.int32)  # [K, 2]
+        self.peak_y, self.peak_x = arg // w, arg % w
+        self.peak = tf.reduce_max(flat, axis=-1)  # [K, 2]
+        ys = tf.constant(np.repeat(np.arange(h), w).astype(np.float32))  # [HW]
+        xs = tf.constant(np.tile(np.arange(w), h).astype(np.float32))  # [HW]
+        dist2 = (tf.square(ys - tf.cast(self.peak_y, tf.float32)[..., None]) +
+                 tf.square(xs - tf.cast(self.peak_x, tf.float32)[..., None]))  # [K, 2, HW]
+        self.second = tf.reduce_max(tf.where(dist2 > float(radius) ** 2, flat,
+                                             tf.zeros_like(flat)), axis=-1)  # [K, 2]
+        padded = tf.reshape(tf.pad(sens, [[0, 0], [0, 0], [1, 1], [1, 1]]), [-1])  # K*2*(H+2)*(W+2)
+        k = tf.shape(sens)[0]
+        base = tf.reshape(tf.range(k * 2), [k, 2]) * ((h + 2) * (w + 2))  # [K, 2] map starts
+        patch = [tf.gather(padded, base + (self.peak_y + 1 + dy) * (w + 2) + self.peak_x + 1 + dx)
+                 for dy in (-1, 0, 1) for dx in (-1, 0, 1)]  # 9 x [K, 2]
+        self.patch = tf.stack(patch, axis=-1)  # [K, 2, 9], row-major 3x3 around the peak
+
+    def _load_weights(self, weights):
+        variables = [v for v in tf.global_variables() if v.op.name.startswith("mind/")]
+        for var in variables:
+            name = var.op.name
+            if name not in weights:
+                raise UserError("the checkpoint lacks %s: it was trained with another network "
+                                "architecture" % name)
+            if list(weights[name].shape) != var.shape.as_list():
+                raise UserError("the checkpoint does not fit: %s has shape %s, the network "
+                                "expects %s (another model width?)"
+                                % (name, list(weights[name].shape), var.shape.as_list()))
+            var.load(weights[name], self.sess)
+
+    def set_images(self, frame_t, frame_t2):
+        """Loads an image pair (``[H, W, 3]`` float arrays in [0, 1]) onto the device."""
+        pair = np.concatenate([frame_t, frame_t2], axis=-1)[None].astype(np.float32)
+        if pair.shape != (1, self.height, self.width, 6):
+            raise UserError("images must be %dx%d, got %dx%d"
+                            % (self.width, self.height, pair.shape[2], pair.shape[1]))
+        self.image.load(pair, self.sess)
+
+    def predict(self):
+        """The network's middle frame for the loaded pair, ``[H, W, 3]``."""
+        return self.sess.run(self.prediction)[0]
+
+    def run(self, points, progress=False, desc="pixels"):
+        """Reduced sensitivities for grid points ``[N, 2]`` of ``(x, y)``.
+
+        Returns:
+          A dict of arrays: ``peak_xy`` ``[N, 2, 2]`` (frame, (x, y)),
+          ``peak`` and ``second`` ``[N, 2]``, ``patch`` ``[N, 2, 9]``.
+        """
+        flat = (points[:, 1] * self.width + points[:, 0]).astype(np.int32)
+        fetch = [self.peak_x, self.peak_y, self.peak, self.second, self.patch]
+        parts = []
+        with tqdm(total=len(flat), disable=not progress, unit="px", desc=desc,
+                  leave=False) as bar:
+            for i in range(0, len(flat), self.chunk):
+                parts.append(self.sess.run(fetch, {self.pixels: flat[i:i + self.chunk]}))
+                bar.update(min(self.chunk, len(flat) - i))
+        px, py, peak, second, patch = [np.concatenate([p[j] for p in parts]) for j in range(5)]
+        return {"peak_xy": np.stack([px, py], axis=-1), "peak": peak, "second": second,
+                "patch": patch}
+
+    def full_maps(self, points):
+        """Full sensitivity maps ``[N, 2, H, W]`` for a few grid points (for pictures)."""
+        flat = (np.asarray(points)[:, 1] * self.width + np.asarray(points)[:, 0]).astype(np.int32)
+        return np.concatenate([self.sess.run(self.maps, {self.pixels: flat[i:i + self.chunk]})
+                               for i in range(0, len(flat), self.chunk)])
+
+    def op_count(self):
+        """Number of ops in the graph (constant after construction)."""
+        return len(self.graph.get_operations())
+
+    def close(self):
+        """Releases the session."""
+        self.sess.close()

@@ -1,0 +1,256 @@
+"""Matches from the inverted interpolation network: :class:`Matcher` and :class:`Matches`.
+
+``Matcher(checkpoint).match(frame_t, frame_t2, stride=4)`` loads the network
+once (batch norm folded), builds one :class:`vidcorr.gradients.SensitivityGraph`
+per image size (cached), and turns the reduced sensitivities into matches:
+for each grid point p of the middle frame, the peak of its sensitivity in
+frame t, ``(x1, y1)``, and in frame t+2, ``(x3, y3)``, refined to sub-pixel
+precision by a quadratic fit on the 3x3 neighbourhood, with a confidence
+``1 - second / peak`` (the best value outside a radius against the peak; the
+lower of the two frames). An optional consistency check runs the pair in
+swapped order and keeps matches that agree within a tolerance.
+"""
+
+import os
+
+import numpy as np
+
+from vidcorr.errors import UserError
+from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
+from vidcorr.inference import find_model, fold_batch_norm
+from vidcorr.video import read_image
+
+__all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "MIN_SIZE"]
+
+MIN_SIZE = 32
+DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "default")
+
+
+def to_rgb_float(image, name="image"):
+    """An image path or array as ``[H, W, 3]`` float32 in [0, 1].
+
+    Accepts uint8 (0-255) or float (0-1) arrays, grayscale ``[H, W]`` or
+    ``[H, W, 1]``, RGB and RGBA (alpha dropped).
+
+    Raises:
+      UserError: for unreadable files or arrays of another shape.
+    """
+    if isinstance(image, str):
+        image = read_image(image)
+    arr = np.asarray(image)
+    if arr.ndim == 2:
+        arr = arr[..., None]
+    if arr.ndim != 3 or arr.shape[2] not in (1, 3, 4):
+        raise UserError("%s must be [H, W], [H, W, 1], [H, W, 3] or [H, W, 4], got shape %s"
+                        % (name, arr.shape))
+    arr = arr[..., :3] if arr.shape[2] >= 3 else np.repeat(arr, 3, axis=2)
+    if arr.dtype == np.uint8:
+        return arr.astype(np.float32) / 255.0
+    if arr.dtype == np.uint16:
+        return arr.astype(np.float32) / 65535.0
+    return np.clip(arr.astype(np.float32), 0.0, 1.0)
+
+
+def _resize(image, height, width):
+    from PIL import Image
+    chans = [np.asarray(Image.fromarray(image[..., c]).resize((width, height), Image.BICUBIC))
+             for c in range(3)]
+    return np.clip(np.stack(chans, axis=-1), 0.0, 1.0).astype(np.float32)
+
+
+def refine_peaks(peak_xy, patch, width, height):
+    """Sub-pixel peaks by a separable quadratic fit on the 3x3 neighbourhood.
+
+    Args:
+      peak_xy: ``[..., 2]`` integer (x, y) peaks.
+      patch: ``[..., 9]`` the 3x3 values around each peak, row-major.
+      width: map width (peaks on the border are not refined across it).
+      height: map height.
+
+    Returns:
+      ``[..., 2]`` float (x, y), each moved by at most half a pixel.
+    """
+    p = patch.reshape(patch.shape[:-1] + (3, 3)).astype(np.float64)
+    centre = p[..., 1, 1]
+
+    def offset(minus, plus, lo_ok, hi_ok):
+        curv = minus - 2 * centre + plus
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.where(curv < 0, 0.5 * (minus - plus) / curv, 0.0)
+        return np.where(lo_ok & hi_ok, np.clip(d, -0.5, 0.5), 0.0)
+
+    x, y = peak_xy[..., 0], peak_xy[..., 1]
+    dx = offset(p[..., 1, 0], p[..., 1, 2], x > 0, x < width - 1)
+    dy = offset(p[..., 0, 1], p[..., 2, 1], y > 0, y < height - 1)
+    return np.stack([x + dx, y + dy], axis=-1)
+
+
+class Matches(object):
+    """Matches of one image pair, in the original image's pixel coordinates.
+
+    Attributes:
+      grid: ``[N, 2]`` (x, y) grid points of the middle frame.
+      p1: ``[N, 2]`` (x1, y1) in frame t (sub-pixel).
+      p3: ``[N, 2]`` (x3, y3) in frame t+2 (sub-pixel).
+      peak: ``[N, 2]`` peak sensitivity in frame t and frame t+2.
+      confidence: ``[N]`` in [0, 1].
+      valid: ``[N]`` bool, False where the consistency check failed.
+      size: ``(height, width)`` of the images.
+    """
+
+    FIELDS = ("grid", "p1", "p3", "peak", "confidence", "valid")
+
+    def __init__(self, grid, p1, p3, peak, confidence, valid, size):
+        self.grid, self.p1, self.p3 = np.asarray(grid), np.asarray(p1), np.asarray(p3)
+        self.peak, self.confidence = np.asarray(peak), np.asarray(confidence)
+        self.valid = np.asarray(valid, bool)
+        self.size = tuple(int(s) for s in size)
+
+    def __len__(self):
+        return len(self.grid)
+
+    def to_flow(self, only_valid=True):
+        """Sparse flow t -> t+2 as ``[H, W, 2]``: ``p3 - p1`` at ``round(p1)``, NaN elsewhere.
+
+        Where several matches land on one pixel, the most confident wins.
+        """
+        h, w = self.size
+        flow = np.full((h, w, 2), np.nan, np.float32)
+        keep = self.valid if only_valid else np.ones(len(self), bool)
+        order = np.argsort(self.confidence[keep])  # ascending: the best is written last
+        p1, p3 = self.p1[keep][order], self.p3[keep][order]
+        xy = np.rint(p1).astype(int)
+        inside = (xy[:, 0] >= 0) & (xy[:, 0] < w) & (xy[:, 1] >= 0) & (xy[:, 1] < h)
+        flow[xy[inside, 1], xy[inside, 0]] = (p3 - p1)[inside]
+        return flow
+
+    def save(self, path):
+        """Writes ``path`` (``.npz``) with every array and the image size."""
+        np.savez_compressed(path, size=np.array(self.size),
+                            **{k: getattr(self, k) for k in self.FIELDS})
+
+    def save_text(self, path):
+        """Writes a plain table: one match per line with a header."""
+        table = np.column_stack([self.grid, self.p1, self.p3, self.peak, self.confidence,
+                                 self.valid.astype(int)])
+        np.savetxt(path, table, fmt=["%d", "%d"] + ["%.3f"] * 4 + ["%.6g"] * 2 + ["%.4f", "%d"],
+                   header="x2 y2 x1 y1 x3 y3 peak1 peak3 confidence valid")
+
+    @classmethod
+    def load(cls, path):
+        """Reads matches written by :meth:`save`."""
+        with np.load(path) as data:
+            return cls(size=tuple(data["size"]), **{k: data[k] for k in cls.FIELDS})
+
+
+class Matcher(object):
+    """Finds matches between two frames with a trained interpolation network.
+
+    Args:
+      checkpoint: a run directory or checkpoint prefix (default: the model
+        shipped with the package).
+      norm: per-frame channel reduction of the sensitivity: l2, l1 or max.
+      radius: the second peak (for the confidence) is searched outside it.
+      memory_mb: memory budget of one batched backward pass (sets the chunk).
+      chunk: pixels per ``sess.run`` (overrides ``memory_mb``).
+      max_size: downscale pairs whose longer side exceeds it; matches are
+        mapped back to the original pixels.
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads.
+
+    Raises:
+      UserError: for a missing or incompatible checkpoint.
+    """
+
+    def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
+                 max_size=None, device=None, threads=None):
+        if checkpoint is None:
+            if not os.path.isdir(DEFAULT_MODEL):
+                raise UserError("no checkpoint given and no default model is installed; pass a "
+                                "run directory or checkpoint prefix")
+            checkpoint = DEFAULT_MODEL
+        self.checkpoint, self.spec, values = find_model(checkpoint)
+        self.weights = fold_batch_norm(values)
+        self.norm, self.radius, self.memory_mb, self.chunk = norm, radius, memory_mb, chunk
+        self.max_size, self.device, self.threads = max_size, device, threads
+        self._graphs = {}
+
+    def graph_for(self, height, width):
+        """The cached :class:`SensitivityGraph` for an image size (built on first use)."""
+        key = (height, width)
+        if key not in self._graphs:
+            chunk = self.chunk or chunk_for_budget(self.spec, height, width, self.memory_mb)
+            self._graphs[key] = SensitivityGraph(self.spec, height, width, self.weights, chunk,
+                                                 self.norm, self.radius, self.device, self.threads)
+        return self._graphs[key]
+
+    def _prepare(self, frame_t, frame_t2):
+        a, b = to_rgb_float(frame_t, "frame_t"), to_rgb_float(frame_t2, "frame_t2")
+        if a.shape != b.shape:
+            raise UserError("the two images differ in size: %dx%d and %dx%d"
+                            % (a.shape[1], a.shape[0], b.shape[1], b.shape[0]))
+        h, w = a.shape[:2]
+        if min(h, w) < MIN_SIZE:
+            raise UserError("images must be at least %d pixels on each side, got %dx%d"
+                            % (MIN_SIZE, w, h))
+        scale = 1.0
+        if self.max_size and max(h, w) > self.max_size:
+            scale = self.max_size / float(max(h, w))
+            nh, nw = max(MIN_SIZE, int(round(h * scale))), max(MIN_SIZE, int(round(w * scale)))
+            a, b = _resize(a, nh, nw), _resize(b, nh, nw)
+        return a, b, (h, w)
+
+    def match(self, frame_t, frame_t2, stride=4, offset=0, consistency=False, tolerance=2.0,
+              progress=False):
+        """Matches between frame t and frame t+2 on a grid of the middle frame.
+
+        Args:
+          frame_t: path or array of the first frame.
+          frame_t2: path or array of the second frame (same size).
+          stride: grid stride in (network) pixels.
+          offset: grid offset in ``[0, stride)``.
+          consistency: also run the swapped pair and mark disagreeing matches
+            invalid.
+          tolerance: consistency tolerance in pixels.
+          progress: show a progress bar over pixels.
+
+        Returns:
+          :class:`Matches`.
+
+        Raises:
+          UserError: for unreadable or mismatched images, images smaller than
+            32 pixels, or a bad stride.
+        """
+        a, b, (h, w) = self._prepare(frame_t, frame_t2)
+        nh, nw = a.shape[:2]
+        points = grid_points(nh, nw, stride, offset)
+        graph = self.graph_for(nh, nw)
+        graph.set_images(a, b)
+        res = graph.run(points, progress=progress)
+        pos = refine_peaks(res["peak_xy"], res["patch"], nw, nh)  # [N, 2 frames, (x, y)]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            conf = np.where(res["peak"] > 0, 1.0 - res["second"] / res["peak"], 0.0).min(axis=1)
+        valid = np.ones(len(points), bool)
+        if consistency:
+            graph.set_images(b, a)
+            back = graph.run(points, progress=progress, desc="swapped")
+            back_pos = refine_peaks(back["peak_xy"], back["patch"], nw, nh)[:, ::-1]
+            valid = np.all(np.abs(back_pos - pos) <= tolerance, axis=(1, 2))
+        sx, sy = w / float(nw), h / float(nh)
+        to_orig = lambda xy: np.stack([(xy[..., 0] + 0.5) * sx - 0.5,  # noqa: E731
+                                       (xy[..., 1] + 0.5) * sy - 0.5], axis=-1)
+        return Matches(np.rint(to_orig(points)).astype(int), to_orig(pos[:, 0]),
+                       to_orig(pos[:, 1]), res["peak"], conf, valid, (h, w))
+
+    def predict(self, frame_t, frame_t2):
+        """The network's middle frame for a pair (at the matching size), ``[H, W, 3]``."""
+        a, b, _ = self._prepare(frame_t, frame_t2)
+        graph = self.graph_for(*a.shape[:2])
+        graph.set_images(a, b)
+        return graph.predict()
+
+    def close(self):
+        """Releases every cached graph's session."""
+        for graph in self._graphs.values():
+            graph.close()
+        self._graphs = {}
