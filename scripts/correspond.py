@@ -3,6 +3,7 @@
   python scripts/correspond.py FRAME_T FRAME_T2 [--checkpoint RUN] [--out DIR]
   python scripts/correspond.py --pairs LIST.txt      (one "frame_t frame_t2" per line)
   python scripts/correspond.py --frames DIR --gap 2  (consecutive frames of a folder)
+  python scripts/correspond.py --video FILE --start 100 --count 3 --gap 2
 
 Per pair it writes NAME.npz, NAME.txt (a table), NAME.flo and NAME_kitti.png
 (sparse flow t -> t+2) and NAME.png (a picture) into the output folder.
@@ -24,7 +25,11 @@ def main(argv=None):
     parser.add_argument("images", nargs="*", help="two images: frame t and frame t+2")
     parser.add_argument("--pairs", help="text file, one 'frame_t frame_t2' pair per line")
     parser.add_argument("--frames", help="folder of frames; pairs (i, i + gap)")
-    parser.add_argument("--gap", type=int, default=2, help="frame gap for --frames (default 2)")
+    parser.add_argument("--video", help="video file (or pkg:PACKAGE/path); pairs from --start")
+    parser.add_argument("--start", type=int, default=0, help="first frame index for --video")
+    parser.add_argument("--count", type=int, default=1, help="number of pairs from --video")
+    parser.add_argument("--gap", type=int, default=2,
+                        help="frame gap for --frames and --video (default 2)")
     parser.add_argument("--checkpoint", help="run directory or checkpoint prefix "
                                              "(default: the packaged model)")
     parser.add_argument("--stride", type=int, default=4, help="grid stride in pixels")
@@ -38,7 +43,8 @@ def main(argv=None):
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     try:
-        pairs = list_pairs(args.images, args.pairs, args.frames, args.gap)
+        pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
+                           args.start, args.count)
         written = correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
                                    stride=args.stride, max_size=args.max_size,
                                    consistency=args.consistency, memory_mb=args.memory_mb,

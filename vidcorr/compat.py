@@ -33,6 +33,12 @@ __all__ = [
 TF_VERSION = tuple(int(p) for p in tf.__version__.split(".")[:2])
 TF1 = TF_VERSION[0] == 1
 
+if TF1:
+    # TF 1.15's pfor reads an absl flag; an unparsed FLAGS then parses sys.argv and
+    # fails on the host program's own options (pytest's -q, a script's --checkpoint).
+    if not tf.flags.FLAGS.is_parsed():
+        tf.flags.FLAGS.mark_as_parsed()
+
 _GPU_AVAILABLE = None
 
 

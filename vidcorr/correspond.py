@@ -12,26 +12,54 @@ from tqdm import tqdm
 from vidcorr.errors import UserError
 from vidcorr.flowio import write_flo, write_kitti_flow
 from vidcorr.matching import Matcher, to_rgb_float
-from vidcorr.video import IMAGE_EXTENSIONS, natural_key
+from vidcorr.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
 from vidcorr.visualize import match_picture
 
 __all__ = ["list_pairs", "correspond_pairs", "write_outputs"]
 
 
-def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2):
-    """The ``(frame_t, frame_t2)`` path pairs from exactly one of the three inputs.
+def _stem(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2, video=None, start=0,
+               count=1):
+    """The ``(name, frame_t, frame_t2)`` pairs from exactly one kind of input.
+
+    Args:
+      images: two image paths.
+      pairs_file: a text file with one ``frame_t frame_t2`` pair per line.
+      frames_dir: a folder of frames; pairs ``(i, i + gap)``.
+      gap: the frame gap for ``frames_dir`` and ``video``.
+      video: a video file (or ``pkg:`` path); pairs ``(start + k, start + k + gap)``.
+      start: first frame index for ``video``.
+      count: number of pairs from ``video``.
+
+    Returns:
+      A list of ``(name, frame_t, frame_t2)``; frames are paths or uint8 arrays.
 
     Raises:
       UserError: for no or several inputs, a bad list file or too few frames.
     """
-    given = sum([bool(images), bool(pairs_file), bool(frames_dir)])
+    given = sum([bool(images), bool(pairs_file), bool(frames_dir), bool(video)])
     if given != 1:
-        raise UserError("give two images, or --pairs LIST, or --frames DIR (exactly one)")
+        raise UserError("give two images, or --pairs LIST, or --frames DIR, or --video FILE "
+                        "(exactly one)")
+    if gap < 1:
+        raise UserError("--gap must be at least 1, got %d" % gap)
     if images:
         if len(images) != 2:
             raise UserError("give exactly two images (frame t and frame t+2), got %d"
                             % len(images))
-        return [tuple(images)]
+        return [("%s__%s" % (_stem(images[0]), _stem(images[1])), images[0], images[1])]
+    if video:
+        frames = load_frames(video)
+        if start < 0 or count < 1 or start + count - 1 + gap >= len(frames):
+            raise UserError("%s has %d frames: --start %d --count %d --gap %d do not fit"
+                            % (video, len(frames), start, count, gap))
+        stem = _stem(resolve_source(video))
+        return [("%s_%05d__%05d" % (stem, i, i + gap), frames[i], frames[i + gap])
+                for i in range(start, start + count)]
     if pairs_file:
         if not os.path.isfile(pairs_file):
             raise UserError("pairs file not found: %s" % pairs_file)
@@ -44,20 +72,19 @@ def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2):
                 if len(parts) != 2:
                     raise UserError("%s:%d: expected two paths, got %r"
                                     % (pairs_file, number, line.strip()))
-                out.append(tuple(p if os.path.isabs(p) else os.path.join(base, p)
-                                 for p in parts))
+                a, b = (p if os.path.isabs(p) else os.path.join(base, p) for p in parts)
+                out.append(("%s__%s" % (_stem(a), _stem(b)), a, b))
         if not out:
             raise UserError("%s lists no pairs" % pairs_file)
         return out
     if not os.path.isdir(frames_dir):
         raise UserError("frame folder not found: %s" % frames_dir)
-    if gap < 1:
-        raise UserError("--gap must be at least 1, got %d" % gap)
     names = sorted((n for n in os.listdir(frames_dir) if n.lower().endswith(IMAGE_EXTENSIONS)),
                    key=natural_key)
     if len(names) <= gap:
         raise UserError("%s has %d frames, too few for gap %d" % (frames_dir, len(names), gap))
-    return [(os.path.join(frames_dir, names[i]), os.path.join(frames_dir, names[i + gap]))
+    return [("%s__%s" % (_stem(names[i]), _stem(names[i + gap])),
+             os.path.join(frames_dir, names[i]), os.path.join(frames_dir, names[i + gap]))
             for i in range(len(names) - gap)]
 
 
@@ -94,7 +121,10 @@ def write_outputs(matches, frame_t, frame_t2, out_dir, name):
 
 def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
                      consistency=False, memory_mb=1024, progress=True):
-    """Matches every pair and writes its files; returns ``[(name, matches, seconds)]``.
+    """Matches every ``(name, frame_t, frame_t2)`` and writes its files.
+
+    Returns:
+      ``[(name, number of valid matches, seconds)]``.
 
     Raises:
       UserError: for a bad checkpoint, unreadable or mismatched images.
@@ -103,14 +133,12 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
     os.makedirs(out_dir, exist_ok=True)
     done = []
     try:
-        for frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
-                                      unit="pair"):
+        for name, frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
+                                            unit="pair"):
             start = time.time()
-            a, b = to_rgb_float(frame_t, frame_t), to_rgb_float(frame_t2, frame_t2)
+            a, b = to_rgb_float(frame_t, "frame_t"), to_rgb_float(frame_t2, "frame_t2")
             matches = matcher.match(a, b, stride=stride, consistency=consistency,
                                     progress=progress)
-            name = "%s__%s" % tuple(os.path.splitext(os.path.basename(p))[0]
-                                    for p in (frame_t, frame_t2))
             write_outputs(matches, a, b, out_dir, name)
             done.append((name, int(matches.valid.sum()), time.time() - start))
     finally:

@@ -8,7 +8,10 @@ its peak in frame t and in frame t+2 is the match of p.
 image size, never per pixel:
 
 * the image pair lives in a device-resident variable (on the GPU when there is
-  one), loaded once per pair;
+  one), loaded once per pair, already reflect-padded to a multiple of 32 (so
+  no MirrorPad op sits in the vectorised backward pass: TF 1.15's pfor has no
+  converter for its gradient); the gradient of the padded copies is folded
+  back onto the pixels they copy with two constant 0/1 matrices;
 * the network runs once; a single VJP is vectorised (``tf.vectorized_map``,
   i.e. pfor) over a chunk of one-hot cotangents, one per pixel, so the
   backward pass is batched over pixels while the forward activations are
@@ -29,7 +32,7 @@ from tqdm import tqdm
 
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
-from vidcorr.network import MULTIPLE, channel_plan, mind
+from vidcorr.network import MULTIPLE, channel_plan, mind, padding_for
 
 __all__ = ["NORMS", "SensitivityGraph", "grid_points", "chunk_for_budget",
            "activation_bytes_per_pixel"]
@@ -76,6 +79,19 @@ def chunk_for_budget(spec, height, width, memory_mb):
     return int(max(1, min(512, (memory_mb * 2 ** 20) // per_pixel)))
 
 
+def _reflect_fold(size, before, after):
+    """``[size + before + after, size]`` 0/1 matrix: padded index -> the pixel it reflects."""
+    fold = np.zeros((size + before + after, size), np.float32)
+    for i in range(size + before + after):
+        j = i - before
+        if j < 0:
+            j = -j
+        elif j >= size:
+            j = 2 * (size - 1) - j
+        fold[i, j] = 1.0
+    return fold
+
+
 class SensitivityGraph(object):
     """The batched, reduced sensitivity computation for one network and image size.
 
@@ -110,18 +126,29 @@ class SensitivityGraph(object):
 
     def _build(self, spec, norm, radius):
         h, w = self.height, self.width
-        self.image = tf.get_variable("image", [1, h, w, 6], tf.float32, tf.zeros_initializer(),
+        top, bottom, left, right = padding_for(h, w)
+        self.padding = (top, bottom, left, right)
+        hp, wp = h + top + bottom, w + left + right
+        self.image = tf.get_variable("image", [1, hp, wp, 6], tf.float32, tf.zeros_initializer(),
                                      trainable=False, use_resource=True)
-        frames = self.image.value()  # [1, H, W, 6], device resident
-        out = mind(frames, False, spec=spec, folded=True)  # [1, H, W, 3]
-        self.prediction = out
+        frames = self.image.value()  # [1, H', W', 6], reflect-padded, device resident
+        out = mind(frames, False, spec=spec, folded=True)  # [1, H', W', 3]
+        self.prediction = out[:, top:top + h, left:left + w]  # [1, H, W, 3]
         self.pixels = tf.placeholder(tf.int32, [None], name="pixels")  # flat y * W + x
 
         def vjp(index):
-            cotangent = tf.reshape(tf.one_hot(index, h * w), [1, h, w, 1]) * tf.ones([1, 1, 1, 3])
-            return tf.gradients(out, frames, grad_ys=cotangent)[0]  # [1, H, W, 6]
+            padded_index = (index // w + top) * wp + index % w + left
+            cotangent = tf.reshape(tf.one_hot(padded_index, hp * wp), [1, hp, wp, 1]) * \
+                tf.ones([1, 1, 1, 3])
+            return tf.gradients(out, frames, grad_ys=cotangent)[0]  # [1, H', W', 6]
 
-        grads = tf.reshape(tf.vectorized_map(vjp, self.pixels), [-1, h, w, 2, 3])  # [K,H,W,2,3]
+        grads = tf.vectorized_map(vjp, self.pixels)[:, 0]  # [K, H', W', 6]
+        if hp != h or wp != w:  # each padded pixel copies one original pixel: add it there
+            rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
+            cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
+            grads = tf.einsum("khwc,hy->kywc", grads, rows)
+            grads = tf.einsum("kywc,wx->kyxc", grads, cols)  # [K, H, W, 6]
+        grads = tf.reshape(grads, [-1, h, w, 2, 3])  # [K, H, W, frame, RGB]
         if norm == "l2":
             sens = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=-1))
         elif norm == "l1":
@@ -166,6 +193,8 @@ class SensitivityGraph(object):
         if pair.shape != (1, self.height, self.width, 6):
             raise UserError("images must be %dx%d, got %dx%d"
                             % (self.width, self.height, pair.shape[2], pair.shape[1]))
+        top, bottom, left, right = self.padding
+        pair = np.pad(pair, [(0, 0), (top, bottom), (left, right), (0, 0)], mode="reflect")
         self.image.load(pair, self.sess)
 
     def predict(self):

@@ -28,7 +28,7 @@ from vidcorr.compat import tf
 from vidcorr.quantize import quantize_transform
 
 __all__ = ["BN_EPSILON", "ENCODER_CHANNELS", "DECODER_CHANNELS", "MULTIPLE", "PAPER_SKIPS", "NetworkSpec", "channel_plan",
-           "mind", "pad_to_multiple", "forward_flops"]
+           "mind", "padding_for", "pad_to_multiple", "forward_flops"]
 
 ENCODER_CHANNELS = (96, 96, 128, 128, 128)
 DECODER_CHANNELS = (128, 128, 128, 96, 96)
@@ -75,6 +75,21 @@ def channel_plan(width):
     return [scale(c) for c in ENCODER_CHANNELS], [scale(c) for c in DECODER_CHANNELS]
 
 
+def padding_for(height, width, multiple=MULTIPLE):
+    """``(top, bottom, left, right)`` reflect padding up to a multiple of ``multiple``.
+
+    Raises:
+      ValueError: if the image is too small to reflect that much padding.
+    """
+    pad_h, pad_w = -height % multiple, -width % multiple
+    top, left = pad_h // 2, pad_w // 2
+    if pad_h - top >= height or pad_w - left >= width:
+        raise ValueError("frames of %dx%d are too small to pad to a multiple of %d; use at "
+                         "least %dx%d pixels" % (height, width, multiple, multiple // 2 + 1,
+                                                 multiple // 2 + 1))
+    return top, pad_h - top, left, pad_w - left
+
+
 def pad_to_multiple(x, multiple=MULTIPLE):
     """Reflect-pads H and W of ``x`` up to a multiple of ``multiple``.
 
@@ -92,14 +107,9 @@ def pad_to_multiple(x, multiple=MULTIPLE):
     _, height, width, _ = layers.check_nhwc(x, "frames")
     if height is None or width is None:
         raise ValueError("frames need a static height and width, got shape %s" % x.shape)
-    pad_h, pad_w = -height % multiple, -width % multiple
-    top, left = pad_h // 2, pad_w // 2
-    if pad_h - top >= height or pad_w - left >= width:
-        raise ValueError("frames of %dx%d are too small to pad to a multiple of %d; use at "
-                         "least %dx%d pixels" % (height, width, multiple, multiple // 2 + 1,
-                                                 multiple // 2 + 1))
-    if pad_h or pad_w:
-        x = tf.pad(x, [[0, 0], [top, pad_h - top], [left, pad_w - left], [0, 0]], mode="REFLECT")
+    top, bottom, left, right = padding_for(height, width, multiple)
+    if top or bottom or left or right:
+        x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]], mode="REFLECT")
     return x, (top, left, height, width)
 
 
