@@ -9,8 +9,11 @@ machine's device. Each strategy runs in its own process (so peak RSS is its own)
   allinone all per-pixel gradient ops built, then evaluated in one sess.run, on
            --allinone-pixels pixels
   vidcorr  SensitivityGraph (folded batch norm, pfor-batched VJP, reduced on the
-           device) on the grid; --grid-fraction < 1 times a prefix of the grid
-           and scales it (the figure printed says so)
+           device, the grid in one sess.run through an in-graph loop over chunks);
+           --grid-fraction < 1 times a prefix of the grid and scales it (the
+           figure printed says so)
+  fed      the same graph driven one chunk per sess.run (a fed chunk index),
+           which recomputes the forward pass per chunk
 
 It also measures the conv throughput (a batched forward pass of the folded
 network) to give the per-pixel limit, ``forward FLOPs / throughput``.
@@ -111,10 +114,10 @@ def run_allinone(spec, args, values, points):
             "per_pixel_run_only": run / n, "grid_seconds": (build + run) / n * len(points)}
 
 
-def run_vidcorr(spec, args, values, points):
+def run_vidcorr(spec, args, values, points, fed=False):
     chunk = args.chunk or chunk_for_budget(spec, args.height, args.image_width, args.memory_mb)
     graph = SensitivityGraph(spec, args.height, args.image_width, fold_batch_norm(values),
-                             chunk=chunk)
+                             chunk=chunk, max_pixels_per_run=chunk if fed else None)
     image = np.random.RandomState(1).rand(args.height, args.image_width, 6).astype(np.float32)
     graph.set_images(image[..., :3], image[..., 3:])
     ops_before = graph.op_count()
@@ -142,7 +145,7 @@ def run_vidcorr(spec, args, values, points):
         forward = (time.perf_counter() - start) / reps / chunk
     per_pixel = elapsed / n
     return {"pixels": n, "chunk": chunk, "per_pixel": per_pixel,
-            "grid_seconds": per_pixel * len(points), "sess_runs": -(-len(points) // chunk),
+            "grid_seconds": per_pixel * len(points), "sess_runs": -(-len(points) // chunk) if fed else 1,
             "op_growth": ops_after - ops_before, "forward_per_image": forward}
 
 
@@ -150,8 +153,8 @@ def child(args):
     spec = NetworkSpec(width=args.width)
     values = _random_values(spec, args.height, args.image_width)
     points = grid_points(args.height, args.image_width, args.stride)
-    result = {"seed": run_seed, "allinone": run_allinone, "vidcorr": run_vidcorr}[
-        args.strategy](spec, args, values, points)
+    result = {"seed": run_seed, "allinone": run_allinone, "vidcorr": run_vidcorr,
+              "fed": lambda *a: run_vidcorr(*a, fed=True)}[args.strategy](spec, args, values, points)
     result["peak_rss_mb"] = _peak_rss_mb()
     print("RESULT " + json.dumps(result))
 
@@ -167,7 +170,7 @@ def main():
     parser.add_argument("--grid-fraction", type=float, default=1.0)
     parser.add_argument("--memory-mb", type=int, default=2048)
     parser.add_argument("--chunk", type=int, default=0)
-    parser.add_argument("--strategies", default="seed,allinone,vidcorr")
+    parser.add_argument("--strategies", default="seed,allinone,vidcorr,fed")
     parser.add_argument("--strategy", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.strategy:
@@ -209,6 +212,10 @@ def main():
                   "grid (extrapolated) %.0f s -> vidcorr is %.0fx faster"
                   % (s["per_pixel_first"], s["slope_s_per_pixel"], s["ops_per_pixel"],
                      s["grid_seconds"], s["grid_seconds"] / v["grid_seconds"]))
+        if "fed" in results:
+            f = results["fed"]
+            print("fed chunk index (one sess.run per chunk): %.3f s/pixel -> in-graph loop %.2fx "
+                  "faster" % (f["per_pixel"], f["per_pixel"] / v["per_pixel"]))
         if "allinone" in results:
             a = results["allinone"]
             print("all-in-one sess.run: %.3f s/pixel (%.3f without building) -> vidcorr %.1fx"

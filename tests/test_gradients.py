@@ -141,7 +141,11 @@ def test_graph_is_finalised_and_full_maps(setup):
     graph.set_images(image[..., :3], image[..., 3:])
     before = graph.op_count()
     maps = graph.full_maps(points[:4])
-    graph.run(points)
+    whole = graph.run(points)  # one sess.run, in-graph loop over chunks of 3
+    graph.max_pixels_per_run = 2  # one sess.run per 2 pixels
+    split = graph.run(points, progress=True)
+    for key in whole:
+        np.testing.assert_allclose(split[key], whole[key], rtol=1e-5)
     graph.set_images(image[..., 3:], image[..., :3])
     graph.run(points)
     assert graph.op_count() == before

@@ -23,8 +23,10 @@ image size, never per pixel:
 * the graph is finalised after construction, so its op count cannot grow with
   the number of pixels or calls.
 
-The chunk index is fed: the pixel list of one ``sess.run`` is a placeholder.
-The chunk size comes from a memory budget (:func:`chunk_for_budget`).
+The whole grid is one ``sess.run``: the pixel list is fed once and an in-graph
+``tf.while_loop`` walks it in chunks, so the forward pass runs once per call
+(a fed chunk index would recompute it for every chunk; measured slower). The
+chunk size comes from a memory budget (:func:`chunk_for_budget`).
 """
 
 import numpy as np
@@ -92,6 +94,26 @@ def _reflect_fold(size, before, after):
     return fold
 
 
+def _reduce(sens, radius):
+    """Device-side reduction of ``[K, 2, H, W]`` maps to per-pixel, per-frame summaries."""
+    k, h, w = tf.shape(sens)[0], sens.shape.as_list()[2], sens.shape.as_list()[3]
+    flat = tf.reshape(sens, [-1, 2, h * w])  # [K, 2, HW]
+    arg = tf.argmax(flat, axis=-1, output_type=tf.int32)  # [K, 2]
+    peak_y, peak_x = arg // w, arg % w
+    ys = tf.constant(np.repeat(np.arange(h), w).astype(np.float32))  # [HW]
+    xs = tf.constant(np.tile(np.arange(w), h).astype(np.float32))  # [HW]
+    dist2 = (tf.square(ys - tf.cast(peak_y, tf.float32)[..., None]) +
+             tf.square(xs - tf.cast(peak_x, tf.float32)[..., None]))  # [K, 2, HW]
+    second = tf.reduce_max(tf.where(dist2 > float(radius) ** 2, flat, tf.zeros_like(flat)),
+                           axis=-1)  # [K, 2]
+    padded = tf.reshape(tf.pad(sens, [[0, 0], [0, 0], [1, 1], [1, 1]]), [-1])
+    base = tf.reshape(tf.range(k * 2), [k, 2]) * ((h + 2) * (w + 2))  # [K, 2] map starts
+    patch = [tf.gather(padded, base + (peak_y + 1 + dy) * (w + 2) + peak_x + 1 + dx)
+             for dy in (-1, 0, 1) for dx in (-1, 0, 1)]  # 9 x [K, 2]
+    return {"peak_x": peak_x, "peak_y": peak_y, "peak": tf.reduce_max(flat, axis=-1),
+            "second": second, "patch": tf.stack(patch, axis=-1)}  # patch: [K, 2, 9]
+
+
 class SensitivityGraph(object):
     """The batched, reduced sensitivity computation for one network and image size.
 
@@ -101,11 +123,12 @@ class SensitivityGraph(object):
       width: image width.
       weights: ``{name: array}`` of the *folded* network
         (:func:`vidcorr.inference.fold_batch_norm`).
-      chunk: pixels per ``sess.run``.
+      chunk: pixels per batched VJP (one iteration of the in-graph loop).
       norm: per-frame channel reduction, ``'l2'``, ``'l1'`` or ``'max'``.
       radius: the second-best peak is searched outside this radius (pixels).
       device: where to place the computation (default: GPU if any, else CPU).
       threads: intra-op threads (None: TensorFlow decides).
+      max_pixels_per_run: at most this many pixels per ``sess.run`` (None: all).
 
     Raises:
       UserError: if ``weights`` do not fit the network (another width or
@@ -113,10 +136,11 @@ class SensitivityGraph(object):
     """
 
     def __init__(self, spec, height, width, weights, chunk=16, norm="l2", radius=4, device=None,
-                 threads=None):
+                 threads=None, max_pixels_per_run=None):
         if norm not in NORMS:
             raise UserError("norm must be one of %s, got %r" % (", ".join(NORMS), norm))
         self.height, self.width, self.chunk = int(height), int(width), int(chunk)
+        self.max_pixels_per_run = max_pixels_per_run
         self.graph = tf.Graph()
         with self.graph.as_default(), tf.device(device or default_device()):
             self._build(spec, norm, radius)
@@ -125,7 +149,7 @@ class SensitivityGraph(object):
         self.graph.finalize()
 
     def _build(self, spec, norm, radius):
-        h, w = self.height, self.width
+        h, w, chunk = self.height, self.width, self.chunk
         top, bottom, left, right = padding_for(h, w)
         self.padding = (top, bottom, left, right)
         hp, wp = h + top + bottom, w + left + right
@@ -134,45 +158,53 @@ class SensitivityGraph(object):
         frames = self.image.value()  # [1, H', W', 6], reflect-padded, device resident
         out = mind(frames, False, spec=spec, folded=True)  # [1, H', W', 3]
         self.prediction = out[:, top:top + h, left:left + w]  # [1, H, W, 3]
-        self.pixels = tf.placeholder(tf.int32, [None], name="pixels")  # flat y * W + x
+        rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
+        cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
 
-        def vjp(index):
+        def vjp(index):  # index: flat y * W + x of one output pixel
             padded_index = (index // w + top) * wp + index % w + left
             cotangent = tf.reshape(tf.one_hot(padded_index, hp * wp), [1, hp, wp, 1]) * \
                 tf.ones([1, 1, 1, 3])
-            return tf.gradients(out, frames, grad_ys=cotangent)[0]  # [1, H', W', 6]
+            return tf.gradients(out, frames, grad_ys=cotangent)[0][0]  # [H', W', 6]
 
-        grads = tf.vectorized_map(vjp, self.pixels)[:, 0]  # [K, H', W', 6]
-        if hp != h or wp != w:  # each padded pixel copies one original pixel: add it there
-            rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
-            cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
-            grads = tf.einsum("khwc,hy->kywc", grads, rows)
-            grads = tf.einsum("kywc,wx->kyxc", grads, cols)  # [K, H, W, 6]
-        grads = tf.reshape(grads, [-1, h, w, 2, 3])  # [K, H, W, frame, RGB]
-        if norm == "l2":
-            sens = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=-1))
-        elif norm == "l1":
-            sens = tf.reduce_sum(tf.abs(grads), axis=-1)
-        else:
-            sens = tf.reduce_max(tf.abs(grads), axis=-1)
-        sens = tf.transpose(sens, [0, 3, 1, 2])  # [K, 2, H, W]
-        self.maps = sens
-        flat = tf.reshape(sens, [-1, 2, h * w])  # [K, 2, HW]
-        arg = tf.argmax(flat, axis=-1, output_type=tf.int32)  # [K, 2]
-        self.peak_y, self.peak_x = arg // w, arg % w
-        self.peak = tf.reduce_max(flat, axis=-1)  # [K, 2]
-        ys = tf.constant(np.repeat(np.arange(h), w).astype(np.float32))  # [HW]
-        xs = tf.constant(np.tile(np.arange(w), h).astype(np.float32))  # [HW]
-        dist2 = (tf.square(ys - tf.cast(self.peak_y, tf.float32)[..., None]) +
-                 tf.square(xs - tf.cast(self.peak_x, tf.float32)[..., None]))  # [K, 2, HW]
-        self.second = tf.reduce_max(tf.where(dist2 > float(radius) ** 2, flat,
-                                             tf.zeros_like(flat)), axis=-1)  # [K, 2]
-        padded = tf.reshape(tf.pad(sens, [[0, 0], [0, 0], [1, 1], [1, 1]]), [-1])  # K*2*(H+2)*(W+2)
-        k = tf.shape(sens)[0]
-        base = tf.reshape(tf.range(k * 2), [k, 2]) * ((h + 2) * (w + 2))  # [K, 2] map starts
-        patch = [tf.gather(padded, base + (self.peak_y + 1 + dy) * (w + 2) + self.peak_x + 1 + dx)
-                 for dy in (-1, 0, 1) for dx in (-1, 0, 1)]  # 9 x [K, 2]
-        self.patch = tf.stack(patch, axis=-1)  # [K, 2, 9], row-major 3x3 around the peak
+        def sensitivity(indices):  # [K] -> [K, 2, H, W]
+            grads = tf.vectorized_map(vjp, indices)  # [K, H', W', 6]
+            if hp != h or wp != w:  # a padded pixel copies an original one: add it there
+                grads = tf.einsum("khwc,hy->kywc", grads, rows)
+                grads = tf.einsum("kywc,wx->kyxc", grads, cols)  # [K, H, W, 6]
+            grads = tf.reshape(grads, [-1, h, w, 2, 3])  # [K, H, W, frame, RGB]
+            if norm == "l2":
+                sens = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=-1))
+            elif norm == "l1":
+                sens = tf.reduce_sum(tf.abs(grads), axis=-1)
+            else:
+                sens = tf.reduce_max(tf.abs(grads), axis=-1)
+            return tf.transpose(sens, [0, 3, 1, 2])  # [K, 2, H, W]
+
+        # Full maps for a few fed pixels (pictures).
+        self.map_pixels = tf.placeholder(tf.int32, [None], name="map_pixels")
+        self.maps = sensitivity(self.map_pixels)
+
+        # The reduced results for any number of pixels in one sess.run: an in-graph
+        # loop over chunks of `chunk` pixels, one batched VJP per iteration.
+        self.pixels = tf.placeholder(tf.int32, [None], name="pixels")
+        count = tf.shape(self.pixels)[0]
+        n_chunks = (count + chunk - 1) // chunk
+        padded_pixels = tf.pad(self.pixels, [[0, n_chunks * chunk - count]])
+        names = ("peak_x", "peak_y", "peak", "second", "patch")
+        dtypes = (tf.int32, tf.int32, tf.float32, tf.float32, tf.float32)
+
+        def body(i, arrays):
+            reduced = _reduce(sensitivity(padded_pixels[i * chunk:(i + 1) * chunk]), radius)
+            return i + 1, [a.write(i, reduced[n]) for a, n in zip(arrays, names)]
+
+        arrays = [tf.TensorArray(d, size=n_chunks) for d in dtypes]
+        _, arrays = tf.while_loop(lambda i, _: i < n_chunks, body, [tf.constant(0), arrays],
+                                  parallel_iterations=1, back_prop=False)
+        self.results = {}
+        for name, array in zip(names, arrays):
+            stacked = array.concat()  # [n_chunks * chunk, ...]
+            self.results[name] = stacked[:count]
 
     def _load_weights(self, weights):
         variables = [v for v in tf.global_variables() if v.op.name.startswith("mind/")]
@@ -204,26 +236,32 @@ class SensitivityGraph(object):
     def run(self, points, progress=False, desc="pixels"):
         """Reduced sensitivities for grid points ``[N, 2]`` of ``(x, y)``.
 
+        All points are evaluated in one ``sess.run`` (an in-graph loop over
+        chunks), or in runs of at most ``max_pixels_per_run`` points; with
+        ``progress`` and no such bound, in about 20 runs so the bar moves.
+
         Returns:
           A dict of arrays: ``peak_xy`` ``[N, 2, 2]`` (frame, (x, y)),
           ``peak`` and ``second`` ``[N, 2]``, ``patch`` ``[N, 2, 9]``.
         """
         flat = (points[:, 1] * self.width + points[:, 0]).astype(np.int32)
-        fetch = [self.peak_x, self.peak_y, self.peak, self.second, self.patch]
+        per_run = self.max_pixels_per_run or len(flat)
+        if progress and not self.max_pixels_per_run:
+            per_run = max(self.chunk, -(-len(flat) // (20 * self.chunk)) * self.chunk)
         parts = []
         with tqdm(total=len(flat), disable=not progress, unit="px", desc=desc,
                   leave=False) as bar:
-            for i in range(0, len(flat), self.chunk):
-                parts.append(self.sess.run(fetch, {self.pixels: flat[i:i + self.chunk]}))
-                bar.update(min(self.chunk, len(flat) - i))
-        px, py, peak, second, patch = [np.concatenate([p[j] for p in parts]) for j in range(5)]
-        return {"peak_xy": np.stack([px, py], axis=-1), "peak": peak, "second": second,
-                "patch": patch}
+            for i in range(0, len(flat), max(1, per_run)):
+                parts.append(self.sess.run(self.results, {self.pixels: flat[i:i + per_run]}))
+                bar.update(len(flat[i:i + per_run]))
+        res = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        return {"peak_xy": np.stack([res["peak_x"], res["peak_y"]], axis=-1),
+                "peak": res["peak"], "second": res["second"], "patch": res["patch"]}
 
     def full_maps(self, points):
         """Full sensitivity maps ``[N, 2, H, W]`` for a few grid points (for pictures)."""
         flat = (np.asarray(points)[:, 1] * self.width + np.asarray(points)[:, 0]).astype(np.int32)
-        return np.concatenate([self.sess.run(self.maps, {self.pixels: flat[i:i + self.chunk]})
+        return np.concatenate([self.sess.run(self.maps, {self.map_pixels: flat[i:i + self.chunk]})
                                for i in range(0, len(flat), self.chunk)])
 
     def op_count(self):

@@ -157,13 +157,15 @@ class Matcher(object):
         mapped back to the original pixels.
       device: TensorFlow device (default: GPU if any, else CPU).
       threads: intra-op threads.
+      max_pixels_per_run: at most this many pixels per ``sess.run`` (default:
+        the whole grid in one).
 
     Raises:
       UserError: for a missing or incompatible checkpoint.
     """
 
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
-                 max_size=None, device=None, threads=None):
+                 max_size=None, device=None, threads=None, max_pixels_per_run=None):
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
                 raise UserError("no checkpoint given and no default model is installed; pass a "
@@ -173,6 +175,7 @@ class Matcher(object):
         self.weights = fold_batch_norm(values)
         self.norm, self.radius, self.memory_mb, self.chunk = norm, radius, memory_mb, chunk
         self.max_size, self.device, self.threads = max_size, device, threads
+        self.max_pixels_per_run = max_pixels_per_run
         self._graphs = {}
 
     def graph_for(self, height, width):
@@ -180,8 +183,9 @@ class Matcher(object):
         key = (height, width)
         if key not in self._graphs:
             chunk = self.chunk or chunk_for_budget(self.spec, height, width, self.memory_mb)
-            self._graphs[key] = SensitivityGraph(self.spec, height, width, self.weights, chunk,
-                                                 self.norm, self.radius, self.device, self.threads)
+            self._graphs[key] = SensitivityGraph(
+                self.spec, height, width, self.weights, chunk, self.norm, self.radius,
+                self.device, self.threads, self.max_pixels_per_run)
         return self._graphs[key]
 
     def _prepare(self, frame_t, frame_t2):
