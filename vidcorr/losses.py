@@ -4,7 +4,7 @@ import numpy as np
 
 from vidcorr.compat import tf
 
-__all__ = ["LOSSES", "reconstruction_loss", "psnr", "psnr_numpy"]
+__all__ = ["LOSSES", "reconstruction_loss", "reconstruction_loss_numpy", "psnr", "psnr_numpy"]
 
 LOSSES = ("l1", "l2", "charbonnier")
 CHARBONNIER_EPS = 1e-3
@@ -31,6 +31,18 @@ def reconstruction_loss(prediction, target, kind="l1"):
         return tf.reduce_mean(tf.square(diff))
     if kind == "charbonnier":
         return tf.reduce_mean(tf.sqrt(tf.square(diff) + CHARBONNIER_EPS ** 2))
+    raise ValueError("loss must be one of %s, got %r" % (", ".join(LOSSES), kind))
+
+
+def reconstruction_loss_numpy(prediction, target, kind="l1"):
+    """:func:`reconstruction_loss` on numpy arrays, as a float."""
+    diff = np.asarray(prediction, np.float64) - np.asarray(target, np.float64)
+    if kind == "l1":
+        return float(np.mean(np.abs(diff)))
+    if kind == "l2":
+        return float(np.mean(diff ** 2))
+    if kind == "charbonnier":
+        return float(np.mean(np.sqrt(diff ** 2 + CHARBONNIER_EPS ** 2)))
     raise ValueError("loss must be one of %s, got %r" % (", ".join(LOSSES), kind))
 
 

@@ -32,7 +32,7 @@ from vidcorr.compat import session_config, tf
 from vidcorr.config import config_from_dict
 from vidcorr.data import TripletData
 from vidcorr.errors import UserError
-from vidcorr.losses import psnr, psnr_numpy, reconstruction_loss
+from vidcorr.losses import psnr, psnr_numpy, reconstruction_loss, reconstruction_loss_numpy
 from vidcorr.network import NetworkSpec, mind
 
 __all__ = ["Trainer", "TrainingDiverged", "network_spec", "learning_rate", "train"]
@@ -188,15 +188,11 @@ class Trainer(object):
         """Validation PSNR and loss with the frame-average baseline, as a dict."""
         pred = self.predict(self.val_inputs, quantize)
         average = 0.5 * (self.val_inputs[..., :3] + self.val_inputs[..., 3:])
-        diff = pred - self.val_targets
-        loss = {"l1": np.mean(np.abs(diff)), "l2": np.mean(diff ** 2),
-                "charbonnier": np.mean(np.sqrt(diff ** 2 + 1e-6))}[self.config.train.loss]
-        base_diff = average - self.val_targets
-        base_loss = {"l1": np.mean(np.abs(base_diff)), "l2": np.mean(base_diff ** 2),
-                     "charbonnier": np.mean(np.sqrt(base_diff ** 2 + 1e-6))}[self.config.train.loss]
+        kind = self.config.train.loss
         return {"val_psnr": float(np.mean(psnr_numpy(pred, self.val_targets))),
                 "baseline_psnr": float(np.mean(psnr_numpy(average, self.val_targets))),
-                "val_loss": float(loss), "baseline_loss": float(base_loss)}
+                "val_loss": reconstruction_loss_numpy(pred, self.val_targets, kind),
+                "baseline_loss": reconstruction_loss_numpy(average, self.val_targets, kind)}
 
     def _report_validation(self, tag=""):
         result = self.validate()
