@@ -15,7 +15,8 @@ import numpy as np
 from vidcorr import checkpoints
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.network import BN_EPSILON, NetworkSpec, channel_plan
+from vidcorr.config import config_from_dict
+from vidcorr.network import BN_EPSILON, NetworkSpec, channel_plan, network_spec
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE"]
 
@@ -83,10 +84,7 @@ def spec_from_checkpoint(prefix, values=None):
     config_path = os.path.join(os.path.dirname(prefix), "config.json")
     if os.path.isfile(config_path):
         with open(config_path) as f:
-            model = json.load(f).get("model", {})
-        return NetworkSpec(float(model.get("width", 1.0)), model.get("activation", "relu"),
-                           float(model.get("leaky_alpha", 0.2)), int(model.get("output_kernel", 3)),
-                           float(model.get("bn_decay", 0.99)), tuple(model.get("skips", (4, 3, 2))))
+            return network_spec(config_from_dict(json.load(f), origin=config_path).model)
     values = values if values is not None else checkpoint_values(prefix)
     try:
         first = values[MODEL_SCOPE + "/enc1/conv1/weights"].shape[3]

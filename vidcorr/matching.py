@@ -14,6 +14,7 @@ swapped order and keeps matches that agree within a tolerance.
 import os
 
 import numpy as np
+from PIL import Image
 
 from vidcorr.errors import UserError
 from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
@@ -52,7 +53,6 @@ def to_rgb_float(image, name="image"):
 
 
 def _resize(image, height, width):
-    from PIL import Image
     chans = [np.asarray(Image.fromarray(image[..., c]).resize((width, height), Image.BICUBIC))
              for c in range(3)]
     return np.clip(np.stack(chans, axis=-1), 0.0, 1.0).astype(np.float32)

@@ -28,7 +28,7 @@ from vidcorr.compat import tf
 from vidcorr.quantize import quantize_transform
 
 __all__ = ["BN_EPSILON", "ENCODER_CHANNELS", "DECODER_CHANNELS", "MULTIPLE", "PAPER_SKIPS", "NetworkSpec", "channel_plan",
-           "mind", "padding_for", "pad_to_multiple", "forward_flops"]
+           "mind", "network_spec", "padding_for", "pad_to_multiple", "forward_flops"]
 
 ENCODER_CHANNELS = (96, 96, 128, 128, 128)
 DECODER_CHANNELS = (128, 128, 128, 96, 96)
@@ -52,6 +52,13 @@ paper's network uses (4, 3, 2); levels 1 and 0 give the decoder fine detail
 (sharper frames, faster training) at the risk of a shortcut that bypasses the
 motion-carrying coarse features.
 """
+
+
+def network_spec(model_config):
+    """The :class:`NetworkSpec` of a :class:`vidcorr.config.ModelConfig`."""
+    m = model_config
+    return NetworkSpec(m.width, m.activation, m.leaky_alpha, m.output_kernel, m.bn_decay,
+                       tuple(m.skips))
 
 
 def _skip_map(skips):

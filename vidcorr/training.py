@@ -33,9 +33,9 @@ from vidcorr.config import config_from_dict
 from vidcorr.data import TripletData
 from vidcorr.errors import UserError
 from vidcorr.losses import psnr, psnr_numpy, reconstruction_loss, reconstruction_loss_numpy
-from vidcorr.network import NetworkSpec, mind
+from vidcorr.network import mind, network_spec
 
-__all__ = ["Trainer", "TrainingDiverged", "network_spec", "learning_rate", "train"]
+__all__ = ["Trainer", "TrainingDiverged", "learning_rate", "train"]
 
 CONFIG_FILE = "config.json"
 CHECKPOINT_NAME = "model.ckpt"
@@ -44,13 +44,6 @@ MODEL_SCOPE = "mind"
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or Inf."""
-
-
-def network_spec(model_config):
-    """The :class:`NetworkSpec` of a :class:`vidcorr.config.ModelConfig`."""
-    m = model_config
-    return NetworkSpec(m.width, m.activation, m.leaky_alpha, m.output_kernel, m.bn_decay,
-                       m.skips)
 
 
 def learning_rate(train_config, global_step):

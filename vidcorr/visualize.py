@@ -68,8 +68,8 @@ def match_picture(frame_t, frame_t2, matches, path, max_lines=150):
         draw.ellipse([x1 - 1.5, y1 - 1.5, x1 + 1.5, y1 + 1.5], outline=color)
         draw.ellipse([x3 - 1.5, y3 + h - 1.5, x3 + 1.5, y3 + h + 1.5], outline=color)
     dense = np.full((h, w, 2), np.nan, np.float32)
-    stride = max(1, int(np.min(np.diff(np.unique(matches.grid[:, 0])))) if len(
-        np.unique(matches.grid[:, 0])) > 1 else 1)
+    columns = np.unique(matches.grid[:, 0])
+    stride = int(np.min(np.diff(columns))) if len(columns) > 1 else 1  # grid spacing
     half = stride // 2
     for (gx, gy), f, ok in zip(matches.grid, flow, matches.valid):
         if ok:
