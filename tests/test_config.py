@@ -41,6 +41,7 @@ def test_ints_become_floats_and_round_trip():
     ({"data": {"synthetic": True}, "train": {"loss": "l3"}}, "train.loss"),
     ({"data": {"synthetic": True}, "model": {"skips": [4, 4]}}, "model.skips"),
     ({"data": {"synthetic": True}, "model": {"num_bits": 1}}, "model.num_bits"),
+    ({"data": {"synthetic": True}, "model": {"residual": "sum"}}, "model.residual"),
     ({"data": {"synthetic": True}, "model": "big"}, "model"),
 ])
 def test_errors_name_the_key(data, key):

@@ -100,3 +100,22 @@ def test_channel_plan_and_bad_input(sess):
         mind(tf.zeros([1, 32, 32, 3]), False)
     with pytest.raises(ValueError, match="skips"):
         mind(tf.zeros([1, 32, 32, 6]), False, spec=NetworkSpec(skips=(5,)))
+
+
+def test_residual_average_adds_the_frame_average(sess, rng):
+    frames = rng.rand(2, 40, 72, 6).astype(np.float32)
+    spec = NetworkSpec(width=0.125, residual="average")
+    out = mind(tf.constant(frames), False, spec=spec)
+    plain = mind(tf.constant(frames), False, spec=spec._replace(residual="none"), name="plain")
+    sess.run(tf.global_variables_initializer())
+    names = lambda scope: sorted(v.op.name.split("/", 1)[1]  # noqa: E731
+                                 for v in tf.global_variables(scope))
+    assert names("mind/") == names("plain/")  # same variables: checkpoints stay compatible
+    for scope in ("mind", "plain"):
+        for var in tf.global_variables(scope + "/output"):
+            var.load(np.zeros(var.shape.as_list(), np.float32), sess)
+    got, grey = sess.run([out, plain])
+    np.testing.assert_allclose(got, 0.5 * (frames[..., :3] + frames[..., 3:]), atol=1e-6)
+    np.testing.assert_allclose(grey, 0.5, atol=1e-7)
+    with pytest.raises(ValueError, match="residual"):
+        mind(tf.constant(frames), False, spec=spec._replace(residual="sum"), name="bad")

@@ -28,10 +28,18 @@ def find_checkpoint(path):
       UserError: if nothing loadable is there.
     """
     if os.path.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if latest is None:
+        state = tf.train.get_checkpoint_state(path)
+        if state is None or not state.model_checkpoint_path:
             raise UserError("no checkpoint in directory %s" % path)
-        return latest
+        # The checkpoint file may name an absolute path elsewhere (a copied or moved
+        # run, a packaged model): the file of that name here wins.
+        local = os.path.join(path, os.path.basename(state.model_checkpoint_path))
+        if os.path.isfile(local + ".index"):
+            return local
+        if os.path.isfile(state.model_checkpoint_path + ".index"):
+            return state.model_checkpoint_path
+        raise UserError("the checkpoint file in %s names %s, which does not exist"
+                        % (path, state.model_checkpoint_path))
     if os.path.isfile(path + ".index"):
         return path
     raise UserError("checkpoint not found: %s (give a run directory or a checkpoint prefix "

@@ -13,6 +13,7 @@ import os
 from typing import Tuple
 
 from vidcorr.errors import UserError
+from vidcorr.network import RESIDUALS
 
 __all__ = ["ModelConfig", "DataConfig", "TrainConfig", "Config", "load_config",
            "config_from_dict"]
@@ -29,6 +30,7 @@ class ModelConfig:
     skips: Tuple[int, ...] = (4, 3, 2)
     quantize: bool = False
     num_bits: int = 8
+    residual: str = "none"
 
     def validate(self):
         _check(self.width > 0, "model.width", "must be positive")
@@ -37,6 +39,8 @@ class ModelConfig:
         _check(self.output_kernel in (1, 3), "model.output_kernel", "must be 1 or 3")
         _check(0 <= self.bn_decay < 1, "model.bn_decay", "must be in [0, 1)")
         _check(2 <= self.num_bits <= 16, "model.num_bits", "must be from 2 to 16")
+        _check(self.residual in RESIDUALS, "model.residual",
+               "must be one of %s" % ", ".join(repr(r) for r in RESIDUALS))
         _check(len(set(self.skips)) == len(self.skips) and all(0 <= k <= 4 for k in self.skips),
                "model.skips", "must be distinct encoder levels from 0 to 4")
 

@@ -5,6 +5,11 @@ network: each convolution absorbs the batch norm that follows it,
 ``W' = W * s`` and ``b' = beta - mean * s`` with ``s = gamma / sqrt(var + eps)``
 per output channel. The result is the same function (up to float rounding)
 with fewer ops per pass.
+
+A run fine-tuned quantized (``model.quantize`` in its ``config.json``) is
+evaluated as it was trained: :func:`quantize_values` fake-quantises the
+weights (per output channel) and batch-norm parameters (per tensor) in numpy,
+exactly as :mod:`vidcorr.quantize` does in the graph, before folding.
 """
 
 import json
@@ -18,7 +23,9 @@ from vidcorr.errors import UserError
 from vidcorr.config import config_from_dict
 from vidcorr.network import BN_EPSILON, NetworkSpec, channel_plan, network_spec
 
-__all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE"]
+__all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
+           "fake_quant_numpy", "quantize_values", "run_config", "find_model",
+           "save_initial_model"]
 
 MODEL_SCOPE = "mind"
 _CHANNEL_AXIS = {"up": 2}  # transposed convolutions keep output channels on axis 2
@@ -71,6 +78,62 @@ def fold_batch_norm(values, epsilon=BN_EPSILON):
     return folded
 
 
+def fake_quant_numpy(value, num_bits=8, channel_axis=None, narrow_range=False):
+    """Numpy twin of :func:`vidcorr.quantize.fake_quant` (TensorFlow's nudged fake quantisation).
+
+    The range is the tensor's (or each channel's) min and max widened to
+    contain zero; the zero point is nudged onto the integer grid.
+    """
+    x = np.asarray(value, np.float32)
+    if channel_axis is not None and x.ndim >= 2:
+        moved = np.moveaxis(x, channel_axis, -1)  # [..., C]
+        flat = moved.reshape(-1, moved.shape[-1])
+        lo, hi = flat.min(axis=0), flat.max(axis=0)
+    else:
+        moved, lo, hi = x, x.min(), x.max()
+    lo = np.minimum(lo, 0.0).astype(np.float32)
+    hi = np.maximum(np.maximum(hi, 0.0), lo + np.float32(1e-6)).astype(np.float32)
+    q_min = np.float32(1.0 if narrow_range else 0.0)
+    q_max = np.float32(2 ** num_bits - 1)
+    scale = ((hi - lo) / (q_max - q_min)).astype(np.float32)
+    zero = (q_min - lo / scale).astype(np.float32)
+    nudged_zero = np.clip(np.floor(zero + np.float32(0.5)), q_min, q_max).astype(np.float32)
+    n_min = ((q_min - nudged_zero) * scale).astype(np.float32)
+    n_max = ((q_max - nudged_zero) * scale).astype(np.float32)
+    clamped = np.clip(moved, n_min, n_max)
+    inv_scale = (np.float32(1.0) / scale).astype(np.float32)  # as TensorFlow's kernel does
+    q = (np.floor((clamped - n_min) * inv_scale + np.float32(0.5)) * scale + n_min).astype(
+        np.float32)
+    return np.moveaxis(q, -1, channel_axis) if channel_axis is not None and x.ndim >= 2 else q
+
+
+def quantize_values(values, num_bits=8):
+    """Fake-quantises checkpoint values as the quantized graph sees them (before folding)."""
+    out = {}
+    for name, value in values.items():
+        layer, _, var = name.rpartition("/")
+        if var == "weights":
+            axis = _CHANNEL_AXIS.get(layer.rpartition("/")[2], 3)
+            out[name] = fake_quant_numpy(value, num_bits, channel_axis=axis)
+        elif var in ("gamma", "beta", "moving_mean", "moving_variance"):
+            out[name] = fake_quant_numpy(value, num_bits)
+        else:
+            out[name] = value
+    return out
+
+
+def run_config(prefix):
+    """The :class:`vidcorr.config.Config` in ``config.json`` beside a checkpoint, or None."""
+    path = os.path.join(os.path.dirname(prefix), "config.json")
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            return config_from_dict(json.load(f), origin=path)
+    except ValueError as err:
+        raise UserError("cannot read %s: %s" % (path, err))
+
+
 def spec_from_checkpoint(prefix, values=None):
     """The :class:`NetworkSpec` a checkpoint was trained with.
 
@@ -81,10 +144,9 @@ def spec_from_checkpoint(prefix, values=None):
     Raises:
       UserError: if the shapes fit no MIND network.
     """
-    config_path = os.path.join(os.path.dirname(prefix), "config.json")
-    if os.path.isfile(config_path):
-        with open(config_path) as f:
-            return network_spec(config_from_dict(json.load(f), origin=config_path).model)
+    config = run_config(prefix)
+    if config is not None:
+        return network_spec(config.model)
     values = values if values is not None else checkpoint_values(prefix)
     try:
         first = values[MODEL_SCOPE + "/enc1/conv1/weights"].shape[3]
@@ -103,7 +165,38 @@ def spec_from_checkpoint(prefix, values=None):
 
 
 def find_model(path):
-    """Resolves a run directory or prefix to ``(prefix, spec, values)``."""
+    """Resolves a run directory or prefix to ``(prefix, spec, values)``.
+
+    The values are fake-quantised (:func:`quantize_values`) when the run's
+    ``config.json`` says it was trained quantized.
+    """
     prefix = checkpoints.find_checkpoint(path)
     values = checkpoint_values(prefix)
-    return prefix, spec_from_checkpoint(prefix, values), values
+    spec = spec_from_checkpoint(prefix, values)
+    config = run_config(prefix)
+    if config is not None and config.model.quantize:
+        values = quantize_values(values, config.model.num_bits)
+    return prefix, spec, values
+
+
+def save_initial_model(prefix, spec, seed=0):
+    """Saves a freshly initialised (untrained) network as a checkpoint, for baselines and tests.
+
+    Args:
+      prefix: checkpoint prefix to write, e.g. ``/tmp/untrained/model.ckpt-0``.
+      spec: the :class:`vidcorr.network.NetworkSpec`.
+      seed: graph-level random seed.
+
+    Returns:
+      The prefix.
+    """
+    from vidcorr.network import mind  # the network module is only needed here
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(seed)
+        mind(tf.zeros([1, 32, 32, 6]), False, spec=spec, name=MODEL_SCOPE)
+        with tf.Session(graph=graph) as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver(tf.global_variables(MODEL_SCOPE)).save(sess, prefix)
+    return prefix

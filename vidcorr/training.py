@@ -94,7 +94,9 @@ class Trainer(object):
                     self.config.data.crop_height or old.data.crop_width != self.config.data.crop_width:
                 raise UserError("cannot resume %s: its model or crop size differs from this "
                                 "config (see %s)" % (self.run_dir, path))
-        return tf.train.latest_checkpoint(self.run_dir) if existing else None
+        if existing and os.path.isfile(os.path.join(self.run_dir, "checkpoint")):
+            return checkpoints.find_checkpoint(self.run_dir)
+        return None
 
     def _write_config(self):
         """Copies the resolved config into the run directory (atomically)."""
@@ -161,7 +163,7 @@ class Trainer(object):
             tf.summary.image("prediction", tf.clip_by_value(self.prediction[:2], 0.0, 1.0)),
             tf.summary.image("target", self.targets[:2]),
         ])
-        self.saver = tf.train.Saver(max_to_keep=c.train.keep_checkpoints)
+        self.saver = tf.train.Saver(max_to_keep=c.train.keep_checkpoints, save_relative_paths=True)
 
     # -- validation and saving -------------------------------------------------------------
     def predict(self, inputs, quantize=None):

@@ -1,0 +1,124 @@
+"""Evaluation: peers on known motion, skipped peers, the report files, the script end to end."""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vidcorr import evaluate, peers
+from vidcorr.errors import UserError
+from vidcorr.flowio import write_flo
+from vidcorr.groundtruth import EvalPair, GroundTruth
+from vidcorr.synthetic import moving_triplet
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
+import evaluate as evaluate_script  # noqa: E402
+
+
+def _shifted_pair(shift=3, h=48, w=96):
+    """Frame t and t+2 of a texture moving ``shift`` px right per frame pair."""
+    frames, _ = moving_triplet(np.random.RandomState(5), h, w, velocity=(0.0, shift / 2.0))
+    flow = np.zeros((h, w, 2), np.float32)
+    flow[..., 0] = shift
+    return EvalPair("shifted", frames[0], frames[2], GroundTruth(flow, np.ones((h, w), bool)),
+                    "flow")
+
+
+def test_zero_peer_scores_match_hand_computation():
+    pair = _shifted_pair(shift=3)
+    rows, skipped = evaluate.evaluate_matching([pair], {}, methods=["zero"], stride=8, width=0,
+                                               log=lambda m: None)
+    (row,) = rows
+    assert row["method"] == "zero" and skipped == {}
+    # zero flow against a uniform 3 px motion: every error is exactly 3
+    assert row["median_epe"] == 3.0 and row["acc@2"] == 0.0 and row["acc@5"] == 1.0
+    assert row["matches"] == (48 // 8) * (96 // 8) and row["coverage"] == 1.0
+
+
+def test_dense_peers_recover_known_motion():
+    if not peers.peer_available("dis")[0]:
+        pytest.skip("OpenCV (the eval extra) is not installed")
+    pair = _shifted_pair(shift=3)
+    rows, _ = evaluate.evaluate_matching([pair], {}, methods=["dis", "sift"], stride=8, width=0,
+                                         log=lambda m: None)
+    by_method = {r["method"]: r for r in rows}
+    assert by_method["dis"]["acc@1"] > 0.8
+    assert by_method["sift"]["matches"] > 10 and by_method["sift"]["acc@1"] > 0.8
+
+
+def test_missing_opencv_skips_peers_and_says_which_extra(monkeypatch):
+    def no_cv2(what="the OpenCV peers"):
+        raise UserError("%s need OpenCV: %s" % (what, peers.EXTRA))
+    monkeypatch.setattr(peers, "require_cv2", no_cv2)
+    messages = []
+    rows, skipped = evaluate.evaluate_matching([_shifted_pair()], {}, methods=list(peers.PEERS),
+                                               stride=8, width=0, log=messages.append)
+    assert [r["method"] for r in rows] == ["zero"]
+    assert set(skipped) == {"sift", "dis", "deepflow", "farneback"}
+    assert all("pip install -e .[eval]" in m for m in messages) and len(messages) == 4
+    with pytest.raises(UserError, match=r"\.\[eval\]"):
+        peers.dense_flow("dis", np.zeros((8, 8, 3)), np.zeros((8, 8, 3)))
+    pair = _shifted_pair()
+    inputs = np.concatenate([pair.image1, pair.image2], -1)[None]
+    interp = evaluate.interpolation_quality({}, inputs, pair.image1[None], log=messages.append)
+    assert [r["method"] for r in interp] == ["frame average"]
+
+
+def test_interpolation_quality_frame_average_by_hand():
+    rng = np.random.RandomState(2)
+    inputs = rng.rand(3, 16, 24, 6).astype(np.float32)
+    targets = rng.rand(3, 16, 24, 3).astype(np.float32)
+    rows = evaluate.interpolation_quality({}, inputs, targets, log=lambda m: None)
+    avg = next(r for r in rows if r["method"] == "frame average")
+    mean = 0.5 * (inputs[..., :3] + inputs[..., 3:])
+    mse = ((mean.astype(np.float64) - targets) ** 2).mean(axis=(1, 2, 3))
+    assert avg["psnr"] == pytest.approx(np.mean(-10 * np.log10(mse)), rel=1e-6)
+    assert avg["triplets"] == 3
+
+
+def test_unknown_method_is_refused():
+    with pytest.raises(UserError, match="unknown method"):
+        evaluate.evaluate_matching([_shifted_pair()], {}, methods=["orb"], log=lambda m: None)
+
+
+def _write_pair(tmp_path, pair, flow_shape=None):
+    paths = [str(tmp_path / n) for n in ("f1.png", "f2.png", "gt.flo")]
+    for path, image in zip(paths, (pair.image1, pair.image2)):
+        Image.fromarray(np.rint(image * 255).astype(np.uint8)).save(path)
+    flow = pair.truth.flow if flow_shape is None else np.zeros(flow_shape, np.float32)
+    write_flo(paths[2], flow)
+    return paths
+
+
+def test_script_end_to_end_with_an_untrained_network(tmp_path, capsys):
+    paths = _write_pair(tmp_path, _shifted_pair(shift=2, h=32, w=64))
+    out = str(tmp_path / "report" / "eval")
+    code = evaluate_script.main(["--untrained", "0.125", "--pairs", "", "--gt-pair"] + paths +
+                                ["--methods", "zero", "--stride", "8", "--out", out])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "| f1 | 64x32 | vidcorr untrained w0.125 |" in printed.out
+    assert "no interpolation scores" in printed.out
+    for ext in (".md", ".json", ".png"):
+        assert os.path.getsize(out + ext) > 0
+    with open(out + ".json") as f:
+        report = json.load(f)
+    zero = next(r for r in report["matching"] if r["method"] == "zero")
+    assert zero["median_epe"] == 2.0 and zero["matches"] == 4 * 8
+    model = next(r for r in report["matching"] if r["method"].startswith("vidcorr"))
+    assert model["matches"] == 4 * 8 and 0.0 <= model["acc@10"] <= 1.0
+
+
+def test_script_bad_input_one_line(tmp_path, capsys):
+    paths = _write_pair(tmp_path, _shifted_pair(h=32, w=64), flow_shape=(30, 64, 2))
+    code = evaluate_script.main(["--untrained", "0.125", "--pairs", "", "--gt-pair"] + paths +
+                                ["--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error:") and "is 64x30 but the images are 64x32" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not os.path.exists(str(tmp_path / "x.md"))
+    assert evaluate_script.main(["--untrained", "0.125", "--pairs", "kitti"]) == 2
+    assert "unknown evaluation pair 'kitti'" in capsys.readouterr().err

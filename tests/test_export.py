@@ -1,0 +1,48 @@
+"""Exporting a run: network variables only, same predictions, a card with measured numbers."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.export import export_model
+from vidcorr.matching import Matcher
+
+
+def test_export_keeps_the_function_and_drops_optimizer_state(trained_tiny, tmp_path):
+    config, results = trained_tiny
+    out = str(tmp_path / "models" / "tiny")
+    card = export_model(config.train.run_dir, out, notes="test", log=lambda m: None)
+    names = [n for n, _ in tf.train.list_variables(tf.train.latest_checkpoint(out))]
+    assert not any("Adam" in n or "beta1_power" in n for n in names)
+    assert "global_step" in names and "mind/output/weights" in names
+    assert sorted(os.listdir(out)) == sorted(
+        ["card.json", "checkpoint", "config.json"] +
+        [n for n in os.listdir(out) if n.startswith("model.ckpt-")])
+    with open(os.path.join(out, "checkpoint")) as f:
+        assert os.sep + "tmp" not in f.read()  # relative paths: the folder can move
+    rng = np.random.RandomState(0)
+    a, b = rng.rand(32, 64, 3), rng.rand(32, 64, 3)
+    original, exported = Matcher(config.train.run_dir), Matcher(out)
+    np.testing.assert_array_equal(exported.predict(a, b), original.predict(a, b))
+    original.close()
+    exported.close()
+    with open(os.path.join(out, "card.json")) as f:
+        saved = json.load(f)
+    assert saved == json.loads(json.dumps(card, default=float))
+    assert saved["steps"] == results["step"] == config.train.steps
+    # the card's PSNR is measured on the same held-out triplets as the trainer's validation
+    assert saved["validation"]["model"]["psnr"] == pytest.approx(results["val_psnr"], abs=0.05)
+    assert saved["validation"]["frame average"]["psnr"] == pytest.approx(
+        results["baseline_psnr"], abs=0.01)
+
+
+def test_export_errors(random_checkpoint, tmp_path):
+    with pytest.raises(UserError, match="no config.json"):
+        export_model(random_checkpoint, str(tmp_path / "m"), log=lambda m: None)
+    with pytest.raises(UserError, match="checkpoint not found"):
+        export_model(str(tmp_path / "nothing"), str(tmp_path / "m"), log=lambda m: None)
+    assert not os.path.exists(str(tmp_path / "m"))

@@ -1,0 +1,67 @@
+"""Inference weights: numpy fake quantisation and quantized runs evaluated as trained."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from vidcorr.compat import tf
+from vidcorr.config import load_config
+from vidcorr.inference import fake_quant_numpy, find_model, save_initial_model
+from vidcorr.matching import Matcher
+from vidcorr.network import NetworkSpec, mind
+from vidcorr.quantize import fake_quant
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+
+@pytest.mark.parametrize("num_bits,axis,shape", [(8, None, (40,)), (4, None, (3, 3, 5, 7)),
+                                                 (8, 3, (3, 3, 5, 7)), (5, 2, (4, 4, 6, 3))])
+def test_numpy_fake_quant_equals_tensorflow(sess, num_bits, axis, shape):
+    rng = np.random.RandomState(num_bits)
+    value = (rng.randn(*shape) * rng.uniform(0.01, 2.0)).astype(np.float32)
+    if axis is None:
+        value = np.abs(value) + 0.3  # all positive: the range is widened to contain zero
+    expected = sess.run(fake_quant(tf.constant(value), num_bits, channel_axis=axis))
+    got = fake_quant_numpy(value, num_bits, channel_axis=axis)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+    levels = len(np.unique(got if axis is None else np.take(got, 0, axis=axis)))
+    assert levels <= 2 ** num_bits and not np.allclose(got, value)
+
+
+def test_quantized_run_is_matched_with_quantized_weights(random_checkpoint, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in os.listdir(os.path.dirname(random_checkpoint)):
+        shutil.copy(os.path.join(os.path.dirname(random_checkpoint), name), str(run / name))
+    config = load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
+        model={"width": 0.125, "skips": [4, 3, 2], "quantize": True, "num_bits": 4})
+    with open(str(run / "config.json"), "w") as f:
+        json.dump(config.to_dict(), f)
+    rng = np.random.RandomState(3)
+    a, b = rng.rand(32, 64, 3).astype(np.float32), rng.rand(32, 64, 3).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.constant(np.concatenate([a, b], -1)[None])
+        quantized = mind(x, False, quantize=True, spec=NetworkSpec(width=0.125), num_bits=4)
+        with tf.Session() as session:
+            tf.train.Saver().restore(session, random_checkpoint)
+            expected = session.run(quantized)[0]
+    matcher = Matcher(str(run))
+    got = matcher.predict(a, b)
+    matcher.close()
+    np.testing.assert_allclose(got, expected, atol=2e-4)
+    plain = Matcher(random_checkpoint)  # no config.json beside it: float weights
+    assert np.abs(plain.predict(a, b) - expected).max() > 1e-3
+    plain.close()
+
+
+def test_save_initial_model_round_trip(tmp_path):
+    prefix = save_initial_model(str(tmp_path / "u" / "model.ckpt-0"),
+                                NetworkSpec(width=0.125, skips=(4, 3, 2, 1, 0)))
+    _, spec, values = find_model(str(tmp_path / "u"))
+    assert spec.width == 0.125 and spec.skips == (4, 3, 2, 1, 0)
+    assert all(not np.any(v) for k, v in values.items() if k.endswith("moving_mean"))
+    assert prefix.endswith("model.ckpt-0")

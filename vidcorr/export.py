@@ -1,0 +1,117 @@
+"""Exporting a trained run as a small, self-describing model folder (the packaged default).
+
+:func:`export_model` copies the network's variables of a run's checkpoint
+(no optimizer state) into a new folder with its own relative ``checkpoint``
+file, the run's ``config.json`` and a ``card.json`` describing the model: the
+config, the data it saw, its training steps, its validation PSNR against the
+frame average and DIS midpoint warping (measured here on the config's
+held-out triplets), and, when given, the evaluation table written by
+``scripts/evaluate.py``. :class:`vidcorr.Matcher` loads such a folder like any
+run directory; ``vidcorr/models/default`` is one.
+"""
+
+import datetime
+import json
+import os
+import shutil
+import tempfile
+
+from vidcorr import checkpoints
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.inference import checkpoint_values, run_config
+
+__all__ = ["export_model", "CARD_FILE", "MAX_MODEL_MB"]
+
+CARD_FILE = "card.json"
+MAX_MODEL_MB = 25.0
+
+
+def _save_values(values, step, prefix):
+    """Writes ``{name: array}`` and ``global_step`` as a checkpoint at ``prefix``."""
+    graph = tf.Graph()
+    with graph.as_default():
+        variables = {name: tf.Variable(value, name=name.replace("/", "_"))
+                     for name, value in sorted(values.items())}
+        variables["global_step"] = tf.Variable(step, dtype=tf.int64, name="global_step")
+        saver = tf.train.Saver(variables, save_relative_paths=True)
+        with tf.Session(graph=graph) as sess:
+            sess.run(tf.global_variables_initializer())
+            saver.save(sess, prefix)
+
+
+def export_model(run, out, evaluation=None, notes="", interpolation=True, log=print):
+    """Exports a run's latest (or given) checkpoint to a model folder with a card.
+
+    Args:
+      run: run directory or checkpoint prefix (with ``config.json`` beside it).
+      out: the folder to write (replaced atomically if it exists).
+      evaluation: optional path to an ``evaluate.py`` JSON report to embed.
+      notes: free text for the card.
+      interpolation: measure the validation PSNR/SSIM for the card.
+      log: print-like.
+
+    Returns:
+      The card as a dict.
+
+    Raises:
+      UserError: for a missing checkpoint or config, or a model over 25 MB.
+    """
+    from vidcorr.data import TripletData
+    from vidcorr.evaluate import interpolation_quality
+    from vidcorr.matching import Matcher
+    prefix = checkpoints.find_checkpoint(run)
+    config = run_config(prefix)
+    if config is None:
+        raise UserError("%s has no config.json beside it; export needs the run's config" % prefix)
+    step = checkpoints.checkpoint_step(prefix)
+    values = checkpoint_values(prefix)
+    card = {
+        "name": config.name, "exported": datetime.date.today().isoformat(),
+        "source_checkpoint": os.path.abspath(prefix), "steps": step,
+        "samples_seen": step * config.train.batch_size,
+        "data": {"sources": list(config.data.sources), "max_height": config.data.max_height,
+                 "gap": config.data.gap, "crop": [config.data.crop_height, config.data.crop_width],
+                 "validation": "last %g of every video in time (%d triplets)"
+                               % (config.data.val_fraction, config.data.val_triplets)},
+        "config": config.to_dict(), "notes": notes,
+    }
+    if interpolation:
+        inputs, targets = TripletData(config.data, log=log).validation_set()
+        matcher = Matcher(prefix)
+        rows = interpolation_quality({"model": matcher}, inputs, targets, log)
+        matcher.close()
+        card["validation"] = {r["method"]: {"psnr": round(r["psnr"], 3), "ssim": round(r["ssim"], 4)}
+                              for r in rows}
+        card["validation"]["triplets"] = int(len(inputs))
+    if evaluation:
+        try:
+            with open(evaluation) as f:
+                card["evaluation"] = json.load(f)
+        except (OSError, ValueError) as err:
+            raise UserError("cannot read the evaluation report %s: %s" % (evaluation, err))
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        _save_values(values, step, os.path.join(staging, "model.ckpt-%d" % step))
+        for name in os.listdir(staging):
+            if name.endswith(".meta"):
+                os.remove(os.path.join(staging, name))  # the graph is rebuilt from config.json
+        with open(os.path.join(staging, "config.json"), "w") as f:
+            json.dump(config.to_dict(), f, indent=2, sort_keys=True)
+        size_mb = sum(os.path.getsize(os.path.join(staging, n)) for n in os.listdir(staging)) / 2**20
+        card["size_mb"] = round(size_mb, 3)
+        if size_mb > MAX_MODEL_MB:
+            raise UserError("the exported model is %.1f MB, over the %g MB limit for package data"
+                            % (size_mb, MAX_MODEL_MB))
+        with open(os.path.join(staging, CARD_FILE), "w") as f:
+            json.dump(card, f, indent=2, sort_keys=True, default=float)
+        if os.path.isdir(out):
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    finally:
+        if os.path.isdir(staging):
+            shutil.rmtree(staging)
+    log("exported %s (step %d, %.2f MB) to %s" % (prefix, step, card["size_mb"], out))
+    return card

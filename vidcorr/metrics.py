@@ -1,0 +1,114 @@
+"""Scores for matches against ground truth, and SSIM for interpolated frames.
+
+A set of matches ``(p1, p3)`` (points in image 1 and image 2) is scored
+where the ground truth is valid at ``round(p1)``: the endpoint error of a
+match is ``|(p3 - p1) - gt(round(p1))|``. :func:`match_metrics` reports
+
+* ``acc@T``: the share of scored matches with an endpoint error <= T px
+  (T = 1, 2, 5, 10 by default),
+* ``mean_epe`` and ``median_epe`` in pixels,
+* ``matches``: how many were scored, and ``coverage``: that count over the
+  grid points where the ground truth is valid (for grid-based methods).
+"""
+
+import numpy as np
+from scipy import ndimage
+
+__all__ = ["THRESHOLDS", "endpoint_errors", "match_metrics", "ssim", "dense_to_matches"]
+
+THRESHOLDS = (1, 2, 5, 10)
+
+
+def endpoint_errors(p1, p3, truth):
+    """Endpoint errors of matches against a :class:`vidcorr.groundtruth.GroundTruth`.
+
+    Args:
+      p1: ``[N, 2]`` (x, y) in image 1.
+      p3: ``[N, 2]`` (x, y) in image 2.
+      truth: the ground truth (image-1 pixels).
+
+    Returns:
+      ``(errors [M], scored [N] bool)``: the errors of the M matches whose
+      rounded ``p1`` lies inside the image on a valid ground-truth pixel.
+    """
+    p1, p3 = np.asarray(p1, np.float64).reshape(-1, 2), np.asarray(p3, np.float64).reshape(-1, 2)
+    h, w = truth.size
+    ij = np.rint(p1).astype(np.int64)
+    inside = (ij[:, 0] >= 0) & (ij[:, 0] < w) & (ij[:, 1] >= 0) & (ij[:, 1] < h)
+    scored = inside.copy()
+    scored[inside] = truth.valid[ij[inside, 1], ij[inside, 0]]
+    gt = truth.flow[ij[scored, 1], ij[scored, 0]].astype(np.float64)  # [M, 2]
+    errors = np.linalg.norm((p3[scored] - p1[scored]) - gt, axis=1)
+    return errors, scored
+
+
+def match_metrics(p1, p3, truth, grid_points=None, thresholds=THRESHOLDS):
+    """Accuracy, endpoint error and counts of a set of matches.
+
+    Args:
+      p1: ``[N, 2]`` (x, y) in image 1.
+      p3: ``[N, 2]`` (x, y) in image 2.
+      truth: a :class:`vidcorr.groundtruth.GroundTruth`.
+      grid_points: ``[G, 2]`` (x, y) of the grid the matches were sought on;
+        gives ``coverage`` (``None`` for keypoint methods).
+      thresholds: the accuracy thresholds in pixels.
+
+    Returns:
+      A dict: ``acc@T`` per threshold, ``mean_epe``, ``median_epe``,
+      ``matches`` and ``coverage`` (NaN / None where undefined).
+    """
+    errors, _ = endpoint_errors(p1, p3, truth)
+    out = {}
+    for t in thresholds:
+        out["acc@%g" % t] = float(np.mean(errors <= t)) if len(errors) else float("nan")
+    out["mean_epe"] = float(np.mean(errors)) if len(errors) else float("nan")
+    out["median_epe"] = float(np.median(errors)) if len(errors) else float("nan")
+    out["matches"] = int(len(errors))
+    out["coverage"] = None
+    if grid_points is not None:
+        g = np.asarray(grid_points).reshape(-1, 2).astype(np.int64)
+        valid_grid = int(np.sum(truth.valid[g[:, 1], g[:, 0]]))
+        out["coverage"] = float(len(errors)) / valid_grid if valid_grid else float("nan")
+    return out
+
+
+def dense_to_matches(flow, points):
+    """Samples a dense flow ``[H, W, 2]`` at integer grid points: ``(p1, p3)``."""
+    pts = np.asarray(points).reshape(-1, 2).astype(np.int64)
+    p1 = pts.astype(np.float64)
+    return p1, p1 + np.asarray(flow, np.float64)[pts[:, 1], pts[:, 0]]
+
+
+def ssim(image1, image2, data_range=1.0, sigma=1.5, truncate=3.5):
+    """Mean structural similarity (Wang et al. 2004) of two ``[H, W]`` or ``[H, W, C]`` images.
+
+    Gaussian-weighted local statistics (sigma 1.5, an 11-tap window),
+    ``K1 = 0.01``, ``K2 = 0.03``, sample covariances, averaged over channels
+    and over the pixels whose window lies inside the image (the usual
+    definition, as in scikit-image with ``gaussian_weights=True``).
+    """
+    x = np.asarray(image1, np.float64)
+    y = np.asarray(image2, np.float64)
+    if x.shape != y.shape:
+        raise ValueError("images differ in shape: %s and %s" % (x.shape, y.shape))
+    if x.ndim == 2:
+        x, y = x[..., None], y[..., None]
+    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
+    radius = int(truncate * sigma + 0.5)
+    n = (2 * radius + 1) ** 2
+    cov_norm = n / (n - 1.0)
+    pad = radius
+    values = []
+    for c in range(x.shape[2]):
+        a, b = x[..., c], y[..., c]
+        blur = lambda z: ndimage.gaussian_filter(z, sigma, truncate=truncate)  # noqa: E731
+        mu_a, mu_b = blur(a), blur(b)
+        var_a = cov_norm * (blur(a * a) - mu_a ** 2)
+        var_b = cov_norm * (blur(b * b) - mu_b ** 2)
+        cov = cov_norm * (blur(a * b) - mu_a * mu_b)
+        s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / (
+            (mu_a ** 2 + mu_b ** 2 + c1) * (var_a + var_b + c2))
+        if s.shape[0] > 2 * pad and s.shape[1] > 2 * pad:
+            s = s[pad:-pad, pad:-pad]
+        values.append(np.mean(s))
+    return float(np.mean(values))
