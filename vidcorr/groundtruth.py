@@ -107,6 +107,15 @@ def read_pfm(path):
     return np.ascontiguousarray(arr[..., 0] if channels == 1 else arr).astype(np.float32)
 
 
+def _load_array(path):
+    """The array of a ``.npy``, or of a ``.npz`` (``disparity``, ``disp``, ``flow`` or the first)."""
+    if path.lower().endswith(".npy"):
+        return np.load(path)
+    with np.load(path) as data:
+        key = next((k for k in ("disparity", "disp", "flow") if k in data), data.files[0])
+        return data[key]
+
+
 def read_disparity(path, scale=None):
     """Reads a disparity map as a :class:`GroundTruth`.
 
@@ -124,12 +133,8 @@ def read_disparity(path, scale=None):
     try:
         if ext == ".pfm":
             disp = read_pfm(path)
-        elif ext == ".npy":
-            disp = np.load(path)
-        elif ext == ".npz":
-            with np.load(path) as data:
-                key = next((k for k in ("disparity", "disp") if k in data), data.files[0])
-                disp = data[key]
+        elif ext in (".npy", ".npz"):
+            disp = _load_array(path)
         elif ext == ".png":
             disp = np.asarray(Image.open(path)).astype(np.float64)
             scale = 256.0 if scale is None else scale
@@ -178,8 +183,11 @@ def read_ground_truth(path, kind=None, scale=None):
         flow, valid = read_kitti_flow(path)
         return GroundTruth(flow, valid)
     if ext in (".npy", ".npz") and kind != "disparity":
-        arr = np.load(path) if ext == ".npy" else None
-        if arr is not None and arr.ndim == 3 and arr.shape[2] == 2:
+        try:
+            arr = _load_array(path)
+        except (OSError, ValueError, IndexError) as err:
+            raise UserError("cannot read ground truth %s: %s" % (path, err))
+        if arr.ndim == 3 and arr.shape[2] == 2:  # flow (u, v); NaN is invalid
             return GroundTruth(arr, np.ones(arr.shape[:2], bool))
     if ext in DISPARITY_EXTENSIONS:
         return read_disparity(path, scale)
@@ -269,8 +277,10 @@ def builtin_pair(name):
     try:
         return BUILTIN_PAIRS[name]()
     except UserError as err:
-        raise UserError("%s (the built-in pairs need the eval extra: pip install -e .[eval])"
-                        % err if "pip install -e .[eval]" not in str(err) else str(err))
+        message = str(err)
+        if ".[eval]" not in message:
+            message += " (the built-in pairs need the eval extra: pip install -e .[eval])"
+        raise UserError(message)
 
 
 def load_pair(image1, image2, truth_path, kind=None, scale=None, name=None):
