@@ -47,6 +47,7 @@ def main(argv=None):
     parser.add_argument("--no-interpolation", action="store_true",
                         help="skip the middle-frame PSNR/SSIM scores")
     parser.add_argument("--out", default="evaluation/eval", help="output prefix")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     try:
         text = run_evaluation(
@@ -55,7 +56,8 @@ def main(argv=None):
             gt_kind=args.gt_kind, gt_scale=args.gt_scale,
             methods=[m for m in args.methods.split(",") if m.strip()], stride=args.stride,
             width=args.width, data_config=args.config,
-            interpolation=not args.no_interpolation, out=args.out)
+            interpolation=not args.no_interpolation, out=args.out,
+            progress=not args.no_progress)
     except UserError as err:
         print("error: %s" % err, file=sys.stderr)
         return 2

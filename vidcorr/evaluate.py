@@ -32,8 +32,8 @@ __all__ = ["evaluate_matching", "interpolation_quality", "markdown_table", "writ
 MATCH_COLUMNS = ["acc@%g" % t for t in THRESHOLDS] + ["median_epe", "matches", "seconds"]
 
 
-def _vidcorr_matches(matcher, pair, stride):
-    matches = matcher.match(pair.image1, pair.image2, stride=stride)
+def _vidcorr_matches(matcher, pair, stride, progress=False):
+    matches = matcher.match(pair.image1, pair.image2, stride=stride, progress=progress)
     keep = matches.valid
     return matches.p1[keep], matches.p3[keep]
 
@@ -73,7 +73,7 @@ def evaluate_matching(pairs, models, methods=peers.PEERS, stride=4, width=EVAL_W
         grid = grid_points(h, w, stride)
         for label, matcher in models.items():
             start = time.time()
-            p1, p3 = _vidcorr_matches(matcher, pair, stride)
+            p1, p3 = _vidcorr_matches(matcher, pair, stride, progress)
             rows.append(_row(pair, label, match_metrics(p1, p3, pair.truth, grid), start))
             log("%s / %s: acc@5 %.3f in %.1f s" % (pair.name, label, rows[-1]["acc@5"],
                                                     rows[-1]["seconds"]))
@@ -235,7 +235,8 @@ def _models(checkpoints, untrained, log):
 
 def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"), gt_pairs=(),
                    gt_kind=None, gt_scale=None, methods=peers.PEERS, stride=4, width=EVAL_WIDTH,
-                   data_config=None, interpolation=True, out="evaluation/eval", log=print):
+                   data_config=None, interpolation=True, out="evaluation/eval", log=print,
+                   progress=True):
     """The whole evaluation behind ``scripts/evaluate.py``; returns the markdown text.
 
     Args:
@@ -254,6 +255,7 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
       interpolation: score the middle frame too.
       out: output prefix for ``.md``, ``.json`` and ``.png``.
       log: print-like.
+      progress: show a progress bar while vidcorr matches.
 
     Raises:
       UserError: for bad pairs, checkpoints, methods or configs.
@@ -268,7 +270,7 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
     if not pairs:
         raise UserError("nothing to evaluate: give --pairs or --gt-pair")
     models, first = _models(list(checkpoints), list(untrained), log)
-    rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log)
+    rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log, progress)
     interp = None
     if interpolation:
         config = load_config(data_config) if data_config else (
