@@ -27,7 +27,9 @@ average there, with most of its error on pixels that do not move). Adding
 the frame average makes copying free, so training spends its capacity on
 the moving pixels. Matching is unchanged in principle: the sensitivity of an
 output pixel is that of the whole function, the average's ``0.5`` at the
-pixel itself included, which a trained network cancels where things move.
+pixel itself included, which a network must learn to cancel where things
+move. The packaged default model (an hour of CPU training) has not learned
+that yet: its sensitivity peaks stay at the pixel itself (see README).
 """
 
 import collections
