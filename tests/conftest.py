@@ -36,19 +36,17 @@ def trained_tiny(tmp_path_factory):
     return config, train(config, progress=False, log=lambda m: None)
 
 
-@pytest.fixture(scope="session")
-def random_checkpoint(tmp_path_factory):
-    """A width-0.125 MIND with random weights and non-trivial batch norm, saved."""
+def _random_network(path, spec, seed):
+    """Saves a MIND of ``spec`` with random weights and non-trivial batch norm."""
     import os
 
-    from vidcorr.network import NetworkSpec, mind
+    from vidcorr.network import mind
 
-    path = str(tmp_path_factory.mktemp("random") / "model.ckpt")
-    rng = np.random.RandomState(7)
+    rng = np.random.RandomState(seed)
     graph = tf.Graph()
     with graph.as_default():
-        tf.set_random_seed(int(os.environ.get("VIDCORR_TEST_SEED", "7")))
-        mind(tf.zeros([1, 32, 64, 6]), False, spec=NetworkSpec(width=0.125))
+        tf.set_random_seed(int(os.environ.get("VIDCORR_TEST_SEED", str(seed))))
+        mind(tf.zeros([1, 32, 64, 6]), False, spec=spec)
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
             for v in tf.global_variables():
@@ -57,6 +55,26 @@ def random_checkpoint(tmp_path_factory):
                     v.load(rng.uniform(0.5, 1.5, shape), session)
                 elif v.op.name.endswith(("beta", "moving_mean", "biases")):
                     v.load(0.1 * rng.randn(*shape), session)
+                if spec.kernel_size and v.op.name == "mind/output/weights":
+                    v.load(0.3 * rng.randn(*shape), session)  # logits that vary with the input
             tf.train.Saver().save(session, path)
     assert os.path.isfile(path + ".index")
     return path
+
+
+@pytest.fixture(scope="session")
+def random_kernel_checkpoint(tmp_path_factory):
+    """A width-0.125 MIND with the adaptive-kernel head (K = 5) and random weights, saved."""
+    from vidcorr.network import NetworkSpec
+
+    path = str(tmp_path_factory.mktemp("random_kernel") / "model.ckpt")
+    return _random_network(path, NetworkSpec(width=0.125, output_kernel=1, kernel_size=5), 11)
+
+
+@pytest.fixture(scope="session")
+def random_checkpoint(tmp_path_factory):
+    """A width-0.125 MIND with random weights and non-trivial batch norm, saved."""
+    from vidcorr.network import NetworkSpec
+
+    path = str(tmp_path_factory.mktemp("random") / "model.ckpt")
+    return _random_network(path, NetworkSpec(width=0.125), 7)

@@ -114,3 +114,17 @@ def test_bad_data_errors(tmp_path, case, match):
         sources, extra = [_folder(tmp_path, "v", 8)], {"val_split": "video"}
     with pytest.raises(UserError, match=match):
         TripletData(_config(sources, **extra))
+
+
+def test_resize_float_closed_forms():
+    from vidcorr.video import resize_float
+
+    rng = np.random.RandomState(2)
+    image = rng.rand(8, 12, 3).astype(np.float32)
+    box = resize_float(image, 4, 6, "box")  # a 2x downscale: the mean of each 2x2 block
+    np.testing.assert_allclose(box, image.reshape(4, 2, 6, 2, 3).mean(axis=(1, 3)), atol=1e-6)
+    flat = resize_float(np.full((8, 12, 3), 0.3, np.float32), 5, 7)  # bicubic keeps a constant
+    np.testing.assert_allclose(flat, 0.3, atol=1e-6)
+    assert flat.shape == (5, 7, 3) and flat.dtype == np.float32
+    up = resize_float(np.eye(8, 12)[..., None].repeat(3, -1), 16, 24)  # overshoot is clipped
+    assert up.min() >= 0.0 and up.max() <= 1.0

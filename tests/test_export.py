@@ -40,6 +40,24 @@ def test_export_keeps_the_function_and_drops_optimizer_state(trained_tiny, tmp_p
         results["baseline_psnr"], abs=0.01)
 
 
+def test_training_continues_from_an_exported_model(trained_tiny, tmp_path):
+    """An exported model has no optimizer slots; ``init_from`` seeds a new run from it."""
+    from vidcorr.training import Trainer
+
+    config, results = trained_tiny
+    out = str(tmp_path / "exported")
+    export_model(config.train.run_dir, out, log=lambda m: None)
+    new = config.replace(train={"run_dir": str(tmp_path / "continued"), "init_from": out,
+                                "steps": 1})
+    trainer = Trainer(new, progress=False, log=lambda m: None).setup()
+    try:
+        assert trainer.step == 0  # a fresh run, not a resume
+        np.testing.assert_allclose(trainer.validate()["val_psnr"], results["val_psnr"],
+                                   atol=1e-3)
+    finally:
+        trainer.close()
+
+
 def test_export_errors(random_checkpoint, tmp_path):
     with pytest.raises(UserError, match="no config.json"):
         export_model(random_checkpoint, str(tmp_path / "m"), log=lambda m: None)

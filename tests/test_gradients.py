@@ -12,13 +12,13 @@ from vidcorr.network import NetworkSpec, mind
 H, W = 32, 64
 
 
-def _reference(prefix, image, points, folded=True):
+def _reference(prefix, image, points, folded=True, spec=NetworkSpec(width=0.125)):
     """Per-pixel tf.gradients, one sess.run each, on the folded (or unfolded) network."""
     H, W = image.shape[:2]  # noqa: N806
     graph = tf.Graph()
     with graph.as_default():
         x = tf.constant(image[None])
-        out = mind(x, False, spec=NetworkSpec(width=0.125), folded=folded)
+        out = mind(x, False, spec=spec, folded=folded)
         cotangent = tf.placeholder(tf.float32, [1, H, W, 3])
         grad = tf.gradients(out, x, grad_ys=cotangent)[0]
         with tf.Session() as sess:
@@ -56,11 +56,24 @@ def padded_setup(random_checkpoint):
     return random_checkpoint, image, points, grads, prediction
 
 
+KERNEL_SPEC = NetworkSpec(width=0.125, output_kernel=1, kernel_size=5)
+
+
+@pytest.fixture(scope="module")
+def kernel_setup(random_kernel_checkpoint):
+    """The adaptive-kernel head on a 40x70 pair (padded inside), points near the borders too."""
+    rng = np.random.RandomState(6)
+    image = rng.rand(40, 70, 6).astype(np.float32)
+    points = np.concatenate([grid_points(40, 70, 9, offset=1)[::2], [[0, 0], [69, 39], [1, 38]]])
+    grads, prediction = _reference(random_kernel_checkpoint, image, points, spec=KERNEL_SPEC)
+    return random_kernel_checkpoint, image, points, grads, prediction
+
+
 @pytest.mark.parametrize("norm,size", [("l2", "plain"), ("l1", "plain"), ("max", "plain"),
-                                       ("l2", "padded")])
+                                       ("l2", "padded"), ("l2", "kernel"), ("max", "kernel")])
 def test_batched_reduced_equals_per_pixel_reference(request, norm, size):
     prefix, image, points, grads, prediction = request.getfixturevalue(
-        "setup" if size == "plain" else "padded_setup")
+        {"plain": "setup", "padded": "padded_setup", "kernel": "kernel_setup"}[size])
     H, W = image.shape[:2]  # noqa: N806
     values = checkpoint_values(prefix)
     graph = SensitivityGraph(spec_from_checkpoint(prefix, values), H, W,
@@ -84,6 +97,10 @@ def test_batched_reduced_equals_per_pixel_reference(request, norm, size):
             padded = np.pad(m, 1)
             np.testing.assert_allclose(res["patch"][i, f], padded[y:y + 3, x:x + 3].ravel(),
                                        rtol=0, atol=tol)
+    if size == "kernel":  # the hand-built VJP of the kernel head, map for map
+        maps = graph.full_maps(points)  # [N, 2, H, W]
+        np.testing.assert_allclose(maps, np.transpose(sens, [0, 3, 1, 2]), rtol=0,
+                                   atol=1e-5 * sens.max())
     graph.close()
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from vidcorr.compat import tf
 from vidcorr.config import load_config
+from vidcorr.errors import UserError
 from vidcorr.inference import fake_quant_numpy, find_model, save_initial_model
 from vidcorr.matching import Matcher
 from vidcorr.network import NetworkSpec, mind
@@ -31,13 +32,18 @@ def test_numpy_fake_quant_equals_tensorflow(sess, num_bits, axis, shape):
     assert levels <= 2 ** num_bits and not np.allclose(got, value)
 
 
-def test_quantized_run_is_matched_with_quantized_weights(random_checkpoint, tmp_path):
+@pytest.mark.parametrize("head", ["direct", "kernel"])
+def test_quantized_run_is_matched_with_quantized_weights(request, head, tmp_path):
+    random_checkpoint = request.getfixturevalue(
+        "random_checkpoint" if head == "direct" else "random_kernel_checkpoint")
+    extra = {} if head == "direct" else {"output_kernel": 1, "kernel_size": 5}
+    spec = NetworkSpec(width=0.125, **extra)
     run = tmp_path / "run"
     run.mkdir()
     for name in os.listdir(os.path.dirname(random_checkpoint)):
         shutil.copy(os.path.join(os.path.dirname(random_checkpoint), name), str(run / name))
     config = load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
-        model={"width": 0.125, "skips": [4, 3, 2], "quantize": True, "num_bits": 4})
+        model=dict({"width": 0.125, "skips": [4, 3, 2], "quantize": True, "num_bits": 4}, **extra))
     with open(str(run / "config.json"), "w") as f:
         json.dump(config.to_dict(), f)
     rng = np.random.RandomState(3)
@@ -45,7 +51,7 @@ def test_quantized_run_is_matched_with_quantized_weights(random_checkpoint, tmp_
     graph = tf.Graph()
     with graph.as_default():
         x = tf.constant(np.concatenate([a, b], -1)[None])
-        quantized = mind(x, False, quantize=True, spec=NetworkSpec(width=0.125), num_bits=4)
+        quantized = mind(x, False, quantize=True, spec=spec, num_bits=4)
         with tf.Session() as session:
             tf.train.Saver().restore(session, random_checkpoint)
             expected = session.run(quantized)[0]
@@ -65,3 +71,36 @@ def test_save_initial_model_round_trip(tmp_path):
     assert spec.width == 0.125 and spec.skips == (4, 3, 2, 1, 0)
     assert all(not np.any(v) for k, v in values.items() if k.endswith("moving_mean"))
     assert prefix.endswith("model.ckpt-0")
+
+
+def test_spec_inferred_from_shapes(random_checkpoint, random_kernel_checkpoint):
+    """Without a config.json the head is read off the output layer's shape."""
+    from vidcorr.inference import spec_from_checkpoint
+
+    assert spec_from_checkpoint(random_checkpoint) == NetworkSpec(width=0.125)
+    assert spec_from_checkpoint(random_kernel_checkpoint) == NetworkSpec(
+        width=0.125, output_kernel=1, kernel_size=5)
+
+
+def test_predictor_equals_the_unfolded_network_in_batches(random_checkpoint):
+    """The forward-only folded graph matches the checkpoint's batch-norm network."""
+    rng = np.random.RandomState(4)
+    pairs = rng.rand(5, 40, 72, 6).astype(np.float32)  # not a multiple of 32: padded inside
+    graph = tf.Graph()
+    with graph.as_default():
+        unfolded = mind(tf.constant(pairs), False, spec=NetworkSpec(width=0.125))
+        with tf.Session() as session:
+            tf.train.Saver().restore(session, random_checkpoint)
+            expected = session.run(unfolded)  # [5, 40, 72, 3]
+    matcher = Matcher(random_checkpoint)
+    try:
+        predictor = matcher.predictor_for(40, 72)
+        predictor.batch_size = 2  # 5 pairs: runs of 2, 2 and 1
+        np.testing.assert_allclose(matcher.predict_batch(pairs), expected, atol=1e-4)
+        np.testing.assert_allclose(matcher.predict(pairs[3, ..., :3], pairs[3, ..., 3:]),
+                                   expected[3], atol=1e-4)
+        assert matcher.predictor_for(40, 72) is predictor  # cached per size
+        with pytest.raises(UserError, match=r"pairs must be \[N, 40, 72, 6\]"):
+            predictor.predict(pairs[:, :32])
+    finally:
+        matcher.close()

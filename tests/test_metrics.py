@@ -64,7 +64,8 @@ def test_ssim_closed_forms():
     a, b, c1 = 0.2, 0.6, 0.01 ** 2
     expected = (2 * a * b + c1) / (a * a + b * b + c1)
     assert ssim(np.full((20, 20), a), np.full((20, 20), b)) == pytest.approx(expected, rel=1e-9)
-    # an inverted zero-mean pattern: mu = 0.5, cov = -var -> (C1 term 1) * (C2 - 2v)/(2v + C2)
+    # an inverted image: in each window mu_y = 1 - mu_x, var_y = var_x = v and cov = -v, so
+    # SSIM = (positive luminance term) * (C2 - 2v) / (2v + C2), negative wherever 2v > C2
     assert ssim(x, 1.0 - x) < 0
 
 

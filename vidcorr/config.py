@@ -13,7 +13,7 @@ import os
 from typing import Tuple
 
 from vidcorr.errors import UserError
-from vidcorr.network import RESIDUALS
+from vidcorr.network import RESIDUALS, check_kernel_head
 
 __all__ = ["ModelConfig", "DataConfig", "TrainConfig", "Config", "load_config",
            "config_from_dict"]
@@ -31,6 +31,7 @@ class ModelConfig:
     quantize: bool = False
     num_bits: int = 8
     residual: str = "none"
+    kernel_size: int = 0
 
     def validate(self):
         _check(self.width > 0, "model.width", "must be positive")
@@ -41,6 +42,8 @@ class ModelConfig:
         _check(2 <= self.num_bits <= 16, "model.num_bits", "must be from 2 to 16")
         _check(self.residual in RESIDUALS, "model.residual",
                "must be one of %s" % ", ".join(repr(r) for r in RESIDUALS))
+        problem = check_kernel_head(self.kernel_size, self.output_kernel, self.residual)
+        _check(problem is None, "model.kernel_size", problem)
         _check(len(set(self.skips)) == len(self.skips) and all(0 <= k <= 4 for k in self.skips),
                "model.skips", "must be distinct encoder levels from 0 to 4")
 
@@ -60,6 +63,7 @@ class DataConfig:
     static_threshold: float = 0.01
     cut_threshold: float = 0.25
     max_motion: float = 2.0
+    layered_fraction: float = 0.0
     velocity: Tuple[float, ...] = ()
     val_split: str = "time"
     val_fraction: float = 0.1
@@ -76,6 +80,10 @@ class DataConfig:
         _check(0 <= self.static_threshold < self.cut_threshold, "data.static_threshold",
                "must be >= 0 and below data.cut_threshold")
         _check(self.max_motion >= 0, "data.max_motion", "must be >= 0")
+        _check(0 <= self.layered_fraction <= 1, "data.layered_fraction", "must be in [0, 1]")
+        _check(self.layered_fraction == 0 or (self.max_motion >= 1 and not self.synthetic),
+               "data.layered_fraction", "needs real sources and data.max_motion >= 1 (layers "
+               "move by whole pixels)")
         _check(len(self.velocity) in (0, 2), "data.velocity",
                "must be [] (random motion) or [vy, vx] in pixels per frame")
         _check(self.val_split in ("time", "video"), "data.val_split", "must be 'time' or 'video'")

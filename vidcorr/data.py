@@ -9,18 +9,26 @@ or change too much (above ``cut_threshold``: scene cuts) are skipped. The
 validation set is a fixed list of random crops from the held-out part, drawn
 with its own seed, without augmentation. Sampling is deterministic given the seed and the
 step it starts from (so a resumed run draws a reproducible stream).
+
+With ``data.layered_fraction`` > 0, that fraction of the training triplets
+is made instead from two random training frames as translating layers with
+known integer motion up to ``data.max_motion`` pixels per frame step (see
+:mod:`vidcorr.layered`): real texture, but motion large enough that the
+network has to learn to move content. Validation triplets are always real.
 """
 
 import numpy as np
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
+from vidcorr.layered import layered_triplet, window_size
 from vidcorr.synthetic import synthetic_batch
 from vidcorr.video import load_frames
 
-__all__ = ["TripletData", "MAX_TRIES"]
+__all__ = ["TripletData", "MAX_TRIES", "FOREGROUND_PROBABILITY"]
 
 MAX_TRIES = 50  # resamples before a static or cut triplet is accepted anyway
+FOREGROUND_PROBABILITY = 0.8  # layered triplets with a moving foreground (else background only)
 
 
 class TripletData(object):
@@ -42,6 +50,8 @@ class TripletData(object):
         self.videos, self.train_ranges, self.val_ranges = [], [], []
         if not config.synthetic:
             self._load(log)
+            if config.layered_fraction > 0:
+                self._check_layer_size()
 
     # -- loading and splitting -------------------------------------------------------------
     def _load(self, log):
@@ -83,14 +93,42 @@ class TripletData(object):
                                 "(each needs at least %d frames); add video or use "
                                 "data.val_split 'video'" % (2 * (span + 1)))
 
+    def _check_layer_size(self):
+        c = self.config
+        wh, ww = window_size(c.crop_height, c.crop_width, c.max_motion)
+        for source, frames in zip(c.sources, self.videos):
+            if frames.shape[1] < wh or frames.shape[2] < ww:
+                raise UserError("%s: frames are %dx%d, smaller than the %dx%d that layered "
+                                "triplets need (the crop plus data.max_motion on each side); "
+                                "lower data.max_motion or the crop" % (
+                                    source, frames.shape[2], frames.shape[1], ww, wh))
+
     # -- sampling --------------------------------------------------------------------------
+    def _random_frame(self, rng, ranges):
+        """A random (video index, frame index) from ``ranges``, weighted by their length."""
+        sizes = np.array([stop - start for _, start, stop in ranges], np.float64)
+        i, start, stop = ranges[rng.choice(len(ranges), p=sizes / sizes.sum())]
+        return i, start + rng.randint(stop - start)
+
+    def _layered(self, rng, ranges):
+        c = self.config
+        i, t = self._random_frame(rng, ranges)
+        background = self.videos[i][t + c.gap]
+        foreground = None
+        if rng.rand() < FOREGROUND_PROBABILITY:
+            j, u = self._random_frame(rng, ranges)
+            foreground = self.videos[j][u + c.gap]
+        frames, _ = layered_triplet(rng, background, foreground, self.crop[0], self.crop[1],
+                                    c.max_motion)  # [3, h, w, 3] uint8
+        return frames.astype(np.float32) / 255.0
+
     def _sample(self, rng, ranges, augment):
         c = self.config
-        sizes = np.array([stop - start for _, start, stop in ranges], np.float64)
         ch, cw = self.crop
+        if augment and c.layered_fraction > 0 and rng.rand() < c.layered_fraction:
+            return self._augment(rng, self._layered(rng, ranges))
         for _ in range(MAX_TRIES):
-            i, start, stop = ranges[rng.choice(len(ranges), p=sizes / sizes.sum())]
-            t = start + rng.randint(stop - start)
+            i, t = self._random_frame(rng, ranges)
             frames = self.videos[i]
             y = rng.randint(frames.shape[1] - ch + 1)
             x = rng.randint(frames.shape[2] - cw + 1)
@@ -101,13 +139,17 @@ class TripletData(object):
                       np.mean(np.abs(triplet[2] - triplet[1])))
             if static >= c.static_threshold and cut <= c.cut_threshold:
                 break
-        if augment:
-            if c.flip_horizontal and rng.rand() < 0.5:
-                triplet = triplet[:, :, ::-1]
-            if c.flip_vertical and rng.rand() < 0.5:
-                triplet = triplet[:, ::-1]
-            if c.time_reversal and rng.rand() < 0.5:
-                triplet = triplet[::-1]
+        return self._augment(rng, triplet) if augment else triplet
+
+    def _augment(self, rng, triplet):
+        """Random flips and time reversal of a ``[3, h, w, 3]`` triplet."""
+        c = self.config
+        if c.flip_horizontal and rng.rand() < 0.5:
+            triplet = triplet[:, :, ::-1]
+        if c.flip_vertical and rng.rand() < 0.5:
+            triplet = triplet[:, ::-1]
+        if c.time_reversal and rng.rand() < 0.5:
+            triplet = triplet[::-1]
         return triplet
 
     def batch(self, rng, batch_size, validation=False):

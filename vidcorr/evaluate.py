@@ -112,16 +112,17 @@ def interpolation_quality(models, inputs, targets, log=print):
       average, and DIS midpoint warping (skipped without OpenCV).
     """
     inputs, targets = np.asarray(inputs, np.float32), np.asarray(targets, np.float32)
-    predictors = {label: (lambda a, b, m=m: m.predict(a, b)) for label, m in models.items()}
-    predictors["frame average"] = lambda a, b: 0.5 * (a + b)
+    predictors = {label: m.predict_batch for label, m in models.items()}
+    predictors["frame average"] = lambda x: 0.5 * (x[..., :3] + x[..., 3:])
     ok, reason = peers.peer_available("dis")
     if ok:
-        predictors["DIS midpoint warp"] = peers.midpoint_warp
+        predictors["DIS midpoint warp"] = lambda x: np.stack(
+            [peers.midpoint_warp(p[..., :3], p[..., 3:]) for p in x])
     else:
         log("skipping DIS midpoint warp: %s" % reason)
     rows = []
     for label, predict in predictors.items():
-        preds = np.stack([predict(x[..., :3], x[..., 3:]) for x in inputs])  # [N, H, W, 3]
+        preds = predict(inputs)  # [N, H, W, 3]
         rows.append({"method": label,
                      "psnr": float(np.mean(psnr_numpy(preds, targets))),
                      "ssim": float(np.mean([ssim(np.clip(p, 0, 1), t)

@@ -34,6 +34,8 @@ from tqdm import tqdm
 
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
+from vidcorr.inference import load_folded_weights
+from vidcorr.kernels import direct_sensitivity, logit_cotangent, tap_sums
 from vidcorr.network import MULTIPLE, channel_plan, mind, padding_for
 
 __all__ = ["NORMS", "SensitivityGraph", "grid_points", "chunk_for_budget",
@@ -65,7 +67,7 @@ def activation_bytes_per_pixel(spec, height, width):
     """
     enc, dec = channel_plan(spec.width)
     h, w = height + (-height % MULTIPLE), width + (-width % MULTIPLE)
-    floats = h * w * 6
+    floats = h * w * 6 * (3 if spec.kernel_size else 1)  # kernel head: + the direct term
     for c in enc:
         floats += 3 * h * w * c + (h // 2) * (w // 2) * c
         h, w = h // 2, w // 2
@@ -145,7 +147,7 @@ class SensitivityGraph(object):
         with self.graph.as_default(), tf.device(device or default_device()):
             self._build(spec, norm, radius)
             self.sess = tf.Session(graph=self.graph, config=session_config(threads))
-            self._load_weights(weights)
+            load_folded_weights(self.sess, weights)
         self.graph.finalize()
 
     def _build(self, spec, norm, radius):
@@ -156,13 +158,17 @@ class SensitivityGraph(object):
         self.image = tf.get_variable("image", [1, hp, wp, 6], tf.float32, tf.zeros_initializer(),
                                      trainable=False, use_resource=True)
         frames = self.image.value()  # [1, H', W', 6], reflect-padded, device resident
-        out = mind(frames, False, spec=spec, folded=True)  # [1, H', W', 3]
+        endpoints = {}
+        out = mind(frames, False, spec=spec, folded=True, endpoints=endpoints)  # [1, H', W', 3]
         self.prediction = out[:, top:top + h, left:left + w]  # [1, H, W, 3]
         rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
         cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
+        kernel_vjp = self._kernel_head(spec, frames, endpoints) if spec.kernel_size else None
 
         def vjp(index):  # index: flat y * W + x of one output pixel
             padded_index = (index // w + top) * wp + index % w + left
+            if kernel_vjp is not None:
+                return kernel_vjp(padded_index)
             cotangent = tf.reshape(tf.one_hot(padded_index, hp * wp), [1, hp, wp, 1]) * \
                 tf.ones([1, 1, 1, 3])
             return tf.gradients(out, frames, grad_ys=cotangent)[0][0]  # [H', W', 6]
@@ -206,18 +212,36 @@ class SensitivityGraph(object):
             stacked = array.concat()  # [n_chunks * chunk, ...]
             self.results[name] = stacked[:count]
 
-    def _load_weights(self, weights):
-        variables = [v for v in tf.global_variables() if v.op.name.startswith("mind/")]
-        for var in variables:
-            name = var.op.name
-            if name not in weights:
-                raise UserError("the checkpoint lacks %s: it was trained with another network "
-                                "architecture" % name)
-            if list(weights[name].shape) != var.shape.as_list():
-                raise UserError("the checkpoint does not fit: %s has shape %s, the network "
-                                "expects %s (another model width?)"
-                                % (name, list(weights[name].shape), var.shape.as_list()))
-            var.load(weights[name], self.sess)
+    @staticmethod
+    def _kernel_head(spec, frames, endpoints):
+        """The per-pixel VJP of the adaptive-kernel head (see :mod:`vidcorr.kernels`).
+
+        The sensitivity of out(p) is the direct term (p's softmax weights at
+        their taps) plus the gradient through the logits. The latter's
+        cotangent is non-zero at p only, so it is pulled through the 1x1
+        output convolution by hand onto the features (C channels) instead of
+        back-propagating a dense ``2 K^2``-channel map per pixel.
+        """
+        k = spec.kernel_size
+        taps = 2 * k * k
+        _, hp, wp, _ = frames.shape.as_list()
+        features = endpoints["features"]  # [1, H', W', C]
+        weights = tf.reshape(tf.nn.softmax(endpoints["logits"], axis=-1), [hp * wp, taps])
+        sums = tf.reshape(tap_sums(frames, k), [hp * wp, taps])  # [H'W', 2K^2]
+        out_w = [v for v in tf.global_variables() if v.op.name == "mind/output/weights"][0]
+        out_w = tf.reshape(out_w, [-1, taps])  # [C, 2K^2]
+
+        def kernel_vjp(padded_index):
+            w_p = tf.gather(weights, padded_index)  # [2K^2]
+            g = logit_cotangent(w_p, tf.gather(sums, padded_index))  # [2K^2]
+            g_features = tf.reshape(tf.matmul(out_w, g[:, None]), [1, 1, 1, -1])  # [1, 1, 1, C]
+            cotangent = tf.reshape(tf.one_hot(padded_index, hp * wp), [1, hp, wp, 1]) * g_features
+            indirect = tf.gradients(features, frames, grad_ys=cotangent)[0][0]  # [H', W', 6]
+            direct = direct_sensitivity(w_p, padded_index // wp, padded_index % wp, hp, wp, k)
+            direct = tf.reshape(tf.tile(direct[..., None], [1, 1, 1, 3]), [hp, wp, 6])
+            return indirect + direct  # [H', W', 6]
+
+        return kernel_vjp
 
     def set_images(self, frame_t, frame_t2):
         """Loads an image pair (``[H, W, 3]`` float arrays in [0, 1]) onto the device."""

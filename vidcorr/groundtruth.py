@@ -27,7 +27,7 @@ from PIL import Image
 
 from vidcorr.errors import UserError
 from vidcorr.flowio import read_flo, read_kitti_flow
-from vidcorr.video import read_image, resolve_source
+from vidcorr.video import read_image, resize_float, resolve_source
 
 __all__ = ["GroundTruth", "EvalPair", "read_ground_truth", "read_disparity", "read_pfm",
            "from_disparity", "resize_pair", "builtin_pair", "load_pair", "BUILTIN_PAIRS", "EVAL_WIDTH"]
@@ -195,13 +195,6 @@ def read_ground_truth(path, kind=None, scale=None):
                     "or .npz)" % (ext, path))
 
 
-def _area_resize(image, height, width):
-    """``[H, W, 3]`` float image resized with box (area) filtering."""
-    chans = [np.asarray(Image.fromarray(np.ascontiguousarray(image[..., c])).resize(
-        (width, height), Image.BOX)) for c in range(image.shape[2])]
-    return np.stack(chans, axis=-1).astype(np.float32)
-
-
 def resize_pair(image1, image2, truth, width=EVAL_WIDTH):
     """Downscales a pair and its ground truth to ``width`` columns (the size protocol).
 
@@ -222,7 +215,8 @@ def resize_pair(image1, image2, truth, width=EVAL_WIDTH):
     xs = np.minimum(((np.arange(width) + 0.5) / sx).astype(int), w - 1)
     flow = truth.flow[ys][:, xs] * np.array([sx, sy], np.float32)
     valid = truth.valid[ys][:, xs]
-    return (_area_resize(image1, new_h, width), _area_resize(image2, new_h, width),
+    return (resize_float(image1, new_h, width, "box"),
+            resize_float(image2, new_h, width, "box"),
             GroundTruth(flow, valid))
 
 

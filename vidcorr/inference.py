@@ -10,6 +10,10 @@ A run fine-tuned quantized (``model.quantize`` in its ``config.json``) is
 evaluated as it was trained: :func:`quantize_values` fake-quantises the
 weights (per output channel) and batch-norm parameters (per tensor) in numpy,
 exactly as :mod:`vidcorr.quantize` does in the graph, before folding.
+
+:class:`Predictor` is the folded network's forward pass alone (middle frames
+for batches of pairs of one size), for evaluation and pictures; matching
+builds its own graph around the same weights (:mod:`vidcorr.gradients`).
 """
 
 import json
@@ -18,14 +22,14 @@ import os
 import numpy as np
 
 from vidcorr import checkpoints
-from vidcorr.compat import tf
+from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.config import config_from_dict
-from vidcorr.network import BN_EPSILON, NetworkSpec, channel_plan, network_spec
+from vidcorr.network import BN_EPSILON, NetworkSpec, channel_plan, mind, network_spec
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
            "fake_quant_numpy", "quantize_values", "run_config", "find_model",
-           "save_initial_model"]
+           "save_initial_model", "load_folded_weights", "Predictor"]
 
 MODEL_SCOPE = "mind"
 _CHANNEL_AXIS = {"up": 2}  # transposed convolutions keep output channels on axis 2
@@ -138,8 +142,8 @@ def spec_from_checkpoint(prefix, values=None):
     """The :class:`NetworkSpec` a checkpoint was trained with.
 
     Uses the run's ``config.json`` beside the checkpoint when there is one;
-    otherwise infers width and skips from the variable shapes (activation
-    defaults to ReLU).
+    otherwise infers width, skips and the kernel head from the variable shapes
+    (activation defaults to ReLU, residual to "none").
 
     Raises:
       UserError: if the shapes fit no MIND network.
@@ -150,9 +154,10 @@ def spec_from_checkpoint(prefix, values=None):
     values = values if values is not None else checkpoint_values(prefix)
     try:
         first = values[MODEL_SCOPE + "/enc1/conv1/weights"].shape[3]
-        out_kernel = values[MODEL_SCOPE + "/output/weights"].shape[0]
+        out_kernel, _, _, out_channels = values[MODEL_SCOPE + "/output/weights"].shape
     except KeyError:
         raise UserError("checkpoint %s is not a MIND network" % prefix)
+    kernel_size = 0 if out_channels == 3 else int(round(np.sqrt(out_channels / 2.0)))
     width = first / 96.0
     enc, dec = channel_plan(width)
     skips = []
@@ -161,7 +166,8 @@ def spec_from_checkpoint(prefix, values=None):
         cin = values[MODEL_SCOPE + "/dec%d/conv1/weights" % block].shape[2]
         if cin == dec[block - 1] + (enc[0] if level == 0 else enc[level - 1]):
             skips.append(level)
-    return NetworkSpec(width=width, output_kernel=out_kernel, skips=tuple(sorted(skips)[::-1]))
+    return NetworkSpec(width=width, output_kernel=out_kernel, skips=tuple(sorted(skips)[::-1]),
+                       kernel_size=kernel_size)
 
 
 def find_model(path):
@@ -190,7 +196,6 @@ def save_initial_model(prefix, spec, seed=0):
     Returns:
       The prefix.
     """
-    from vidcorr.network import mind  # the network module is only needed here
     os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
     graph = tf.Graph()
     with graph.as_default():
@@ -200,3 +205,72 @@ def save_initial_model(prefix, spec, seed=0):
             sess.run(tf.global_variables_initializer())
             tf.train.Saver(tf.global_variables(MODEL_SCOPE)).save(sess, prefix)
     return prefix
+
+
+def load_folded_weights(sess, weights, scope=MODEL_SCOPE):
+    """Loads folded ``{name: array}`` weights into the graph's ``scope`` variables.
+
+    Raises:
+      UserError: if a variable is missing from ``weights`` (another
+        architecture) or has another shape (another width).
+    """
+    for var in tf.global_variables(scope):
+        name = var.op.name
+        if name not in weights:
+            raise UserError("the checkpoint lacks %s: it was trained with another network "
+                            "architecture" % name)
+        if list(weights[name].shape) != var.shape.as_list():
+            raise UserError("the checkpoint does not fit: %s has shape %s, the network "
+                            "expects %s (another model width?)"
+                            % (name, list(weights[name].shape), var.shape.as_list()))
+        var.load(weights[name], sess)
+
+
+class Predictor(object):
+    """The folded network's forward pass for one image size: middle frames of pairs.
+
+    Args:
+      spec: the :class:`vidcorr.network.NetworkSpec`.
+      height: image height.
+      width: image width.
+      weights: folded ``{name: array}`` (:func:`fold_batch_norm`).
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads (None: TensorFlow decides).
+      batch_size: pairs per ``sess.run``.
+
+    Raises:
+      UserError: if ``weights`` do not fit the network.
+    """
+
+    def __init__(self, spec, height, width, weights, device=None, threads=None, batch_size=8):
+        self.height, self.width, self.batch_size = int(height), int(width), int(batch_size)
+        self.graph = tf.Graph()
+        with self.graph.as_default(), tf.device(device or default_device()):
+            self.inputs = tf.placeholder(tf.float32, [None, height, width, 6], "inputs")
+            self.prediction = mind(self.inputs, False, spec=spec, folded=True,
+                                   name=MODEL_SCOPE)  # [B, H, W, 3]
+            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
+            load_folded_weights(self.sess, weights)
+        self.graph.finalize()
+
+    def predict(self, inputs):
+        """Middle frames ``[N, H, W, 3]`` of ``[N, H, W, 6]`` pairs (frames t, t+2) in [0, 1].
+
+        Raises:
+          UserError: if the pairs are not ``[N, height, width, 6]``.
+        """
+        inputs = np.asarray(inputs, np.float32)
+        if inputs.ndim != 4 or inputs.shape[1:] != (self.height, self.width, 6):
+            raise UserError("pairs must be [N, %d, %d, 6], got %s"
+                            % (self.height, self.width, list(inputs.shape)))
+        out = [np.zeros((0, self.height, self.width, 3), np.float32)]
+        for i in range(0, len(inputs), self.batch_size):
+            out.append(self.sess.run(self.prediction,
+                                     {self.inputs: inputs[i:i + self.batch_size]}))
+        return np.concatenate(out)
+
+    def close(self):
+        """Releases the session."""
+        if self.sess is not None:
+            self.sess.close()
+            self.sess = None

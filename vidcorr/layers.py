@@ -98,7 +98,7 @@ def _he_normal(fan_in):
 
 
 def conv2d(name, x, filters, kernel_size=3, stride=1, use_bias=True, transform=None,
-           initializer=None):
+           initializer=None, bias_initializer=None):
     """2-D convolution with SAME padding.
 
     Args:
@@ -110,6 +110,7 @@ def conv2d(name, x, filters, kernel_size=3, stride=1, use_bias=True, transform=N
       use_bias: whether to add ``biases``.
       transform: optional variable transform (see module docstring).
       initializer: weights initializer (He normal by default).
+      bias_initializer: biases initializer (zeros by default).
 
     Returns:
       ``[B, H/stride, W/stride, filters]``.
@@ -125,7 +126,7 @@ def conv2d(name, x, filters, kernel_size=3, stride=1, use_bias=True, transform=N
         y = tf.nn.conv2d(x, w, strides=[1, stride, stride, 1], padding="SAME",
                          data_format="NHWC")  # [B, H', W', filters]
         if use_bias:
-            b = get_variable("biases", [filters], tf.zeros_initializer())
+            b = get_variable("biases", [filters], bias_initializer or tf.zeros_initializer())
             b = apply_transform(transform, b, "biases")
             y = tf.nn.bias_add(y, b, data_format="NHWC")
     return y

@@ -14,12 +14,11 @@ swapped order and keeps matches that agree within a tolerance.
 import os
 
 import numpy as np
-from PIL import Image
 
 from vidcorr.errors import UserError
 from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
-from vidcorr.inference import find_model, fold_batch_norm
-from vidcorr.video import read_image
+from vidcorr.inference import Predictor, find_model, fold_batch_norm
+from vidcorr.video import read_image, resize_float
 
 __all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "MIN_SIZE"]
 
@@ -50,12 +49,6 @@ def to_rgb_float(image, name="image"):
     if arr.dtype == np.uint16:
         return arr.astype(np.float32) / 65535.0
     return np.clip(arr.astype(np.float32), 0.0, 1.0)
-
-
-def _resize(image, height, width):
-    chans = [np.asarray(Image.fromarray(image[..., c]).resize((width, height), Image.BICUBIC))
-             for c in range(3)]
-    return np.clip(np.stack(chans, axis=-1), 0.0, 1.0).astype(np.float32)
 
 
 def refine_peaks(peak_xy, patch, width, height):
@@ -176,7 +169,7 @@ class Matcher(object):
         self.norm, self.radius, self.memory_mb, self.chunk = norm, radius, memory_mb, chunk
         self.max_size, self.device, self.threads = max_size, device, threads
         self.max_pixels_per_run = max_pixels_per_run
-        self._graphs = {}
+        self._graphs, self._predictors = {}, {}
 
     def graph_for(self, height, width):
         """The cached :class:`SensitivityGraph` for an image size (built on first use)."""
@@ -201,7 +194,7 @@ class Matcher(object):
         if self.max_size and max(h, w) > self.max_size:
             scale = self.max_size / float(max(h, w))
             nh, nw = max(MIN_SIZE, int(round(h * scale))), max(MIN_SIZE, int(round(w * scale)))
-            a, b = _resize(a, nh, nw), _resize(b, nh, nw)
+            a, b = resize_float(a, nh, nw), resize_float(b, nh, nw)
         return a, b, (h, w)
 
     def match(self, frame_t, frame_t2, stride=4, offset=0, consistency=False, tolerance=2.0,
@@ -246,15 +239,27 @@ class Matcher(object):
         return Matches(np.rint(to_orig(points)).astype(int), to_orig(pos[:, 0]),
                        to_orig(pos[:, 1]), res["peak"], conf, valid, (h, w))
 
+    def predictor_for(self, height, width):
+        """The cached forward-only :class:`vidcorr.inference.Predictor` for an image size."""
+        key = (height, width)
+        if key not in self._predictors:
+            self._predictors[key] = Predictor(self.spec, height, width, self.weights,
+                                              self.device, self.threads)
+        return self._predictors[key]
+
     def predict(self, frame_t, frame_t2):
         """The network's middle frame for a pair (at the matching size), ``[H, W, 3]``."""
         a, b, _ = self._prepare(frame_t, frame_t2)
-        graph = self.graph_for(*a.shape[:2])
-        graph.set_images(a, b)
-        return graph.predict()
+        pair = np.concatenate([a, b], axis=-1)[None]  # [1, H, W, 6]
+        return self.predictor_for(*a.shape[:2]).predict(pair)[0]
+
+    def predict_batch(self, inputs):
+        """Middle frames ``[N, H, W, 3]`` of ``[N, H, W, 6]`` float pairs in [0, 1]."""
+        inputs = np.asarray(inputs, np.float32)
+        return self.predictor_for(*inputs.shape[1:3]).predict(inputs)
 
     def close(self):
         """Releases every cached graph's session."""
-        for graph in self._graphs.values():
+        for graph in list(self._graphs.values()) + list(self._predictors.values()):
             graph.close()
-        self._graphs = {}
+        self._graphs, self._predictors = {}, {}

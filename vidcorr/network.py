@@ -16,7 +16,11 @@ Architecture (Long et al., ECCV 2016; ``../shared/DESIGN.md`` section 3):
 * every hidden convolution is followed by :func:`vidcorr.batch_norm` and a
   ReLU (or leaky ReLU); a linear 3x3 convolution makes the output, added to
   mid-grey (``residual="none"``, the paper's form) or to the mean of the two
-  input frames (``residual="average"``).
+  input frames (``residual="average"``);
+* or, with ``kernel_size`` K > 0, the adaptive-kernel head of
+  :mod:`vidcorr.kernels`: a linear 1x1 convolution predicts ``2 K^2`` softmax
+  logits per pixel and the output is that blend of both frames' K x K
+  neighbourhoods (the packaged default model uses it; see that module for why).
 
 The full-width network costs 55.6 GFLOP per 128x384 forward pass
 (:func:`forward_flops`).
@@ -29,18 +33,19 @@ the moving pixels. Matching is unchanged in principle: the sensitivity of an
 output pixel is that of the whole function, the average's ``0.5`` at the
 pixel itself included, which a network must learn to cancel where things
 move. The packaged default model (an hour of CPU training) has not learned
-that yet: its sensitivity peaks stay at the pixel itself (see README).
+that, nor did an hour of training on layered triplets with larger motion (a
+softmax blend of input pixels, ``kernel_size``, fixes this by construction).
 """
 
 import collections
 
-from vidcorr import layers
+from vidcorr import kernels, layers
 from vidcorr.batchnorm import batch_norm
 from vidcorr.compat import tf
 from vidcorr.quantize import quantize_transform
 
 __all__ = ["BN_EPSILON", "ENCODER_CHANNELS", "DECODER_CHANNELS", "MULTIPLE", "PAPER_SKIPS",
-           "RESIDUALS", "NetworkSpec", "channel_plan",
+           "RESIDUALS", "NetworkSpec", "channel_plan", "check_kernel_head",
            "mind", "network_spec", "padding_for", "pad_to_multiple", "forward_flops"]
 
 ENCODER_CHANNELS = (96, 96, 128, 128, 128)
@@ -55,8 +60,8 @@ OUTPUT_INIT = tf.random_normal_initializer(stddev=0.01)  # start near mid-grey
 
 NetworkSpec = collections.namedtuple(
     "NetworkSpec", ["width", "activation", "leaky_alpha", "output_kernel", "bn_decay", "skips",
-                    "residual"])
-NetworkSpec.__new__.__defaults__ = (1.0, "relu", 0.2, 3, 0.99, PAPER_SKIPS, "none")
+                    "residual", "kernel_size"])
+NetworkSpec.__new__.__defaults__ = (1.0, "relu", 0.2, 3, 0.99, PAPER_SKIPS, "none", 0)
 NetworkSpec.__doc__ = """The network's hyper-parameters.
 
 ``skips`` lists the encoder levels whose features are concatenated into the
@@ -67,6 +72,9 @@ paper's network uses (4, 3, 2); levels 1 and 0 give the decoder fine detail
 (sharper frames, faster training) at the risk of a shortcut that bypasses the
 motion-carrying coarse features. ``residual`` is ``"none"`` (output = conv +
 0.5, the paper's) or ``"average"`` (output = conv + the mean of the two frames).
+``kernel_size`` 0 is direct synthesis; an odd K from 3 to 15 selects the
+adaptive-kernel head (:mod:`vidcorr.kernels`; needs ``output_kernel`` 1 and
+``residual`` "none").
 """
 
 
@@ -74,7 +82,22 @@ def network_spec(model_config):
     """The :class:`NetworkSpec` of a :class:`vidcorr.config.ModelConfig`."""
     m = model_config
     return NetworkSpec(m.width, m.activation, m.leaky_alpha, m.output_kernel, m.bn_decay,
-                       tuple(m.skips), m.residual)
+                       tuple(m.skips), m.residual, m.kernel_size)
+
+
+def check_kernel_head(kernel_size, output_kernel, residual):
+    """The error message for an invalid kernel-head setting, or None."""
+    if kernel_size == 0:
+        return None
+    if isinstance(kernel_size, bool) or not isinstance(kernel_size, int) or kernel_size < 3 \
+            or kernel_size % 2 == 0 or kernel_size > kernels.MAX_KERNEL_SIZE:
+        return "kernel_size must be 0 or an odd number from 3 to %d, got %r" % (
+            kernels.MAX_KERNEL_SIZE, kernel_size)
+    if output_kernel != 1:
+        return "the kernel head needs output_kernel 1, got %r" % (output_kernel,)
+    if residual != "none":
+        return "the kernel head needs residual 'none', got %r" % (residual,)
+    return None
 
 
 def _skip_map(skips):
@@ -153,7 +176,7 @@ def _conv_unit(name, x, filters, is_training, spec, transform, transpose=False, 
 
 
 def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, transform=None,
-         name="mind", folded=False):
+         name="mind", folded=False, endpoints=None):
     """Builds the MIND interpolation network.
 
     Args:
@@ -168,6 +191,9 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
       folded: build the inference form with batch norm folded into the
         convolutions (``weights`` and ``biases`` per layer, no ``bn`` scopes;
         ``is_training`` is ignored). Load it with folded checkpoint values.
+      endpoints: optional dict, filled with ``features`` (input of the output
+        convolution), ``logits`` (kernel head only) and ``padded`` (the padded
+        input frames), all at the padded size.
 
     Returns:
       The predicted middle frame, ``[B, H, W, 3]``.
@@ -184,11 +210,15 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
         raise ValueError("output_kernel must be 1 or 3, got %r" % (spec.output_kernel,))
     if spec.residual not in RESIDUALS:
         raise ValueError("residual must be one of %s, got %r" % (RESIDUALS, spec.residual))
+    problem = check_kernel_head(spec.kernel_size, spec.output_kernel, spec.residual)
+    if problem:
+        raise ValueError(problem)
     enc_channels, dec_channels = channel_plan(spec.width)
     skip_map = _skip_map(spec.skips)
     transform = layers.compose_transforms(transform, quantize_transform(quantize, num_bits))
     with tf.variable_scope(name):
-        h, (top, left, height, width) = pad_to_multiple(frames - 0.5)  # [B, H', W', 6]
+        padded, (top, left, height, width) = pad_to_multiple(frames - 0.5)  # [B, H', W', 6]
+        h = padded
         features = {}  # encoder level -> features at 1/2^level of the input
         for b, channels in enumerate(enc_channels, 1):
             for c in range(1, CONVS_PER_ENCODER_BLOCK + 1):
@@ -206,6 +236,18 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
             for c in range(1, CONVS_PER_DECODER_BLOCK + 1):
                 h = _conv_unit("dec%d/conv%d" % (b, c), h, channels, is_training, spec, transform,
                                folded=folded)
+        if endpoints is not None:
+            endpoints.update(features=h, padded=padded + 0.5)
+        if spec.kernel_size:
+            k = spec.kernel_size
+            logits = layers.conv2d("output", h, 2 * k * k, 1, use_bias=True, transform=transform,
+                                   initializer=OUTPUT_INIT,
+                                   bias_initializer=tf.constant_initializer(
+                                       kernels.logit_bias(k)))  # [B, H', W', 2K^2]
+            if endpoints is not None:
+                endpoints["logits"] = logits
+            out = kernels.apply_kernels(padded + 0.5, logits, k)  # [B, H', W', 3]
+            return out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
         out = layers.conv2d("output", h, 3, spec.output_kernel, use_bias=True,
                             transform=transform, initializer=OUTPUT_INIT)  # [B, H', W', 3]
         out = out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
@@ -245,5 +287,8 @@ def forward_flops(height, width, spec=NetworkSpec()):
         for _ in range(CONVS_PER_DECODER_BLOCK):
             flops += 2 * h * w * 9 * cin * c
             cin = c
+    if spec.kernel_size:  # 1x1 logits, then 2K^2 taps x 3 channels multiply-adds
+        taps = 2 * spec.kernel_size ** 2
+        return flops + 2 * h * w * cin * taps + 2 * h * w * taps * 3
     flops += 2 * h * w * spec.output_kernel ** 2 * cin * 3
     return flops

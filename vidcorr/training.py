@@ -75,6 +75,7 @@ class Trainer(object):
         self.progress = progress
         self.run_dir = config.train.run_dir
         self.sess = None
+        self.writer = None
         self.step = 0
         self._stop_signal = None
 
@@ -128,7 +129,7 @@ class Trainer(object):
                 self.log("resumed %s at step %d" % (latest, start_step))
             elif init_prefix:
                 restored, _ = checkpoints.restore_matching(
-                    self.sess, init_prefix, tf.global_variables(MODEL_SCOPE), require_all=True)
+                    self.sess, init_prefix, self.network_variables, require_all=True)
                 self.log("initialised %d network variables from %s" % (len(restored), init_prefix))
         self.step = int(self.sess.run(self.global_step))
         self.writer = tf.summary.FileWriter(self.run_dir, self.graph if not latest else None)
@@ -148,6 +149,7 @@ class Trainer(object):
                          if c.model.quantize else False)
         self.prediction = mind(self.inputs, self.is_training, self.quantize,
                                network_spec(c.model), c.model.num_bits, name=MODEL_SCOPE)
+        self.network_variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
         self.loss = reconstruction_loss(self.prediction, self.targets, c.train.loss)
         self.psnr = psnr(self.prediction, self.targets)
         self.lr = learning_rate(c.train, self.global_step)
@@ -269,8 +271,10 @@ class Trainer(object):
 
     def close(self):
         """Closes the session and the summary writer."""
-        if self.sess is not None:
+        if self.writer is not None:
             self.writer.close()
+            self.writer = None
+        if self.sess is not None:
             self.sess.close()
             self.sess = None
 

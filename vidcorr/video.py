@@ -18,7 +18,7 @@ from PIL import Image
 from vidcorr.errors import UserError
 
 __all__ = ["IMAGE_EXTENSIONS", "VIDEO_EXTENSIONS", "resolve_source", "load_frames",
-           "read_image", "resize_frame", "natural_key"]
+           "read_image", "resize_frame", "resize_float", "natural_key"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff")
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".gif")
@@ -62,6 +62,28 @@ def resize_frame(frame, max_height=0):
         return frame
     size = (max(1, int(round(w * max_height / float(h)))), int(max_height))
     return np.asarray(Image.fromarray(frame).resize(size, Image.BICUBIC))
+
+
+_FILTERS = {"bicubic": Image.BICUBIC, "box": Image.BOX}
+
+
+def resize_float(image, height, width, method="bicubic"):
+    """Resizes an ``[H, W, C]`` float image channel by channel (no 8-bit rounding).
+
+    Args:
+      image: the image, float.
+      height: new height.
+      width: new width.
+      method: ``"bicubic"`` (clipped to [0, 1] afterwards) or ``"box"``
+        (area averaging, for downscaling evaluation pairs).
+
+    Returns:
+      ``[height, width, C]`` float32.
+    """
+    chans = [np.asarray(Image.fromarray(np.ascontiguousarray(image[..., c], np.float32)).resize(
+        (width, height), _FILTERS[method])) for c in range(image.shape[2])]
+    out = np.stack(chans, axis=-1).astype(np.float32)
+    return np.clip(out, 0.0, 1.0) if method == "bicubic" else out
 
 
 def read_image(path):

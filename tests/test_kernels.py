@@ -1,0 +1,128 @@
+"""The adaptive-kernel head against numpy: the blend, its logit gradient, the direct term."""
+
+import numpy as np
+import pytest
+
+from vidcorr.compat import tf
+from vidcorr.config import config_from_dict
+from vidcorr.errors import UserError
+from vidcorr.kernels import (CENTRE_LOGIT, apply_kernels, direct_sensitivity, logit_bias,
+                             logit_cotangent, tap_offsets, tap_sums)
+from vidcorr.network import NetworkSpec, forward_flops, mind
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _blend_numpy(frames, logits, k):
+    """out(p) = sum_j sum_d w_(j,d)(p) frame_j(p + d), zeros outside, by explicit loops."""
+    b, h, w, _ = frames.shape
+    weights = _softmax(logits)
+    out = np.zeros((b, h, w, 3))
+    for n in range(b):
+        for y in range(h):
+            for x in range(w):
+                for j in range(2):
+                    for t, (dy, dx) in enumerate(tap_offsets(k)):
+                        yy, xx = y + dy, x + dx
+                        if 0 <= yy < h and 0 <= xx < w:
+                            out[n, y, x] += weights[n, y, x, j * k * k + t] * \
+                                frames[n, yy, xx, 3 * j:3 * j + 3]
+    return out
+
+
+def test_tap_order_and_initial_bias():
+    assert tap_offsets(3) == [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 0), (0, 1),
+                              (1, -1), (1, 0), (1, 1)]
+    bias = logit_bias(3)
+    assert bias.shape == (18,) and bias[4] == bias[13] == CENTRE_LOGIT
+    assert np.count_nonzero(bias) == 2
+
+
+def test_blend_equals_numpy(sess):
+    rng = np.random.RandomState(0)
+    frames = rng.rand(2, 7, 9, 6).astype(np.float32)
+    logits = 2 * rng.randn(2, 7, 9, 18).astype(np.float32)
+    got = sess.run(apply_kernels(tf.constant(frames), tf.constant(logits), 3))
+    np.testing.assert_allclose(got, _blend_numpy(frames, logits, 3), atol=1e-5)
+    sums = sess.run(tap_sums(tf.constant(frames), 3))  # [B, H, W, 18]
+    assert sums[0, 3, 4, 4] == pytest.approx(frames[0, 3, 4, :3].sum(), abs=1e-5)
+    assert sums[1, 0, 0, 9] == 0.0  # tap (-1, -1) of frame t+2 at the corner: outside
+    assert sums[1, 2, 5, 9 + 8] == pytest.approx(frames[1, 3, 6, 3:].sum(), abs=1e-5)
+
+
+def test_logit_cotangent_is_the_gradient(sess):
+    """d(sum_c out_c(p))/d logits(p) = w * (s - <w, s>), checked by finite differences."""
+    rng = np.random.RandomState(1)
+    frames = rng.rand(1, 5, 5, 6)
+    z = rng.randn(18)
+
+    def f(logits):
+        full = np.zeros((1, 5, 5, 18))
+        full[0, 2, 2] = logits
+        return _blend_numpy(frames, full, 3)[0, 2, 2].sum()
+
+    numeric = np.array([(f(z + 1e-5 * e) - f(z - 1e-5 * e)) / 2e-5 for e in np.eye(18)])
+    sums = sess.run(tap_sums(tf.constant(frames, tf.float32), 3))[0, 2, 2]
+    got = sess.run(logit_cotangent(tf.constant(_softmax(z), tf.float32), tf.constant(sums)))
+    np.testing.assert_allclose(got, numeric, atol=1e-5)
+
+
+def test_direct_term_places_the_weights(sess):
+    rng = np.random.RandomState(2)
+    weights = rng.rand(50).astype(np.float32)  # K = 5
+    for y, x in [(3, 4), (0, 0), (6, 8)]:
+        got = sess.run(direct_sensitivity(tf.constant(weights), tf.constant(y), tf.constant(x),
+                                          7, 9, 5))  # [7, 9, 2]
+        expected = np.zeros((7, 9, 2), np.float32)
+        for j in range(2):
+            for t, (dy, dx) in enumerate(tap_offsets(5)):
+                if 0 <= y + dy < 7 and 0 <= x + dx < 9:
+                    expected[y + dy, x + dx, j] = weights[j * 25 + t]
+        np.testing.assert_allclose(got, expected, atol=1e-7)
+
+
+def test_kernel_network_blend_from_its_logits_and_copies_shifts(sess):
+    """With the 1x1 output weights zeroed the logits are the biases: at initialisation
+    the numpy blend of :func:`logit_bias`; with biases set by hand to the taps p - v
+    (frame t) and p + v (frame t+2) the network reproduces a shifted pattern."""
+    spec = NetworkSpec(width=0.125, output_kernel=1, kernel_size=5)
+    rng = np.random.RandomState(3)
+    texture = rng.rand(48, 80, 3).astype(np.float32)
+    vy, vx = 1, -2
+    frame_t = texture[8 + vy:40 + vy, 8 + vx:72 + vx]  # frame_t(p - v) = middle(p)
+    frame_t2 = texture[8 - vy:40 - vy, 8 - vx:72 - vx]  # frame_t2(p + v) = middle(p)
+    middle = texture[8:40, 8:72]
+    pair = np.concatenate([frame_t, frame_t2], -1)[None]
+    out = mind(tf.constant(pair), False, spec=spec)
+    sess.run(tf.global_variables_initializer())
+    [w] = [v for v in tf.global_variables() if v.op.name == "mind/output/weights"]
+    [b] = [v for v in tf.global_variables() if v.op.name == "mind/output/biases"]
+    np.testing.assert_array_equal(sess.run(b), logit_bias(5))
+    w.load(np.zeros(w.shape.as_list(), np.float32), sess)
+    expected = _blend_numpy(pair, np.broadcast_to(logit_bias(5), (1, 32, 64, 50)), 5)
+    np.testing.assert_allclose(sess.run(out), expected, atol=1e-5)
+    bias = np.full(50, -30.0, np.float32)
+    bias[tap_offsets(5).index((-vy, -vx))] = 0.0
+    bias[25 + tap_offsets(5).index((vy, vx))] = 0.0
+    b.load(bias, sess)
+    np.testing.assert_allclose(sess.run(out)[0][3:-3, 3:-3], middle[3:-3, 3:-3], atol=1e-5)
+    assert forward_flops(128, 384, spec) > forward_flops(128, 384, NetworkSpec(width=0.125))
+
+
+@pytest.mark.parametrize("model, match", [
+    ({"kernel_size": 4}, "odd number from 3 to 15"),
+    ({"kernel_size": 17}, "odd number from 3 to 15"),
+    ({"kernel_size": 5}, "needs output_kernel 1"),
+    ({"kernel_size": 5, "output_kernel": 1, "residual": "average"}, "needs residual 'none'"),
+])
+def test_kernel_config_errors(model, match):
+    with pytest.raises(UserError, match="model.kernel_size: .*" + match):
+        config_from_dict({"model": model, "data": {"synthetic": True}})
+    with pytest.raises(ValueError, match=match):
+        spec = NetworkSpec(kernel_size=model["kernel_size"],
+                           output_kernel=model.get("output_kernel", 3),
+                           residual=model.get("residual", "none"))
+        mind(tf.zeros([1, 32, 32, 6]), False, spec=spec)

@@ -1,0 +1,115 @@
+"""Tests of layered triplets (real frames as translating layers with known motion)."""
+
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vidcorr.config import config_from_dict
+from vidcorr.data import TripletData
+from vidcorr.errors import UserError
+from vidcorr.layered import ellipse_mask, layered_triplet, window_size
+
+FG = 255  # a constant foreground value the noise background never takes
+
+
+def _noise(rng, height, width):
+    return rng.randint(0, 250, (height, width, 3)).astype(np.uint8)
+
+
+def test_background_moves_by_its_velocity(rng):
+    wh, ww = window_size(20, 30, 4)
+    assert (wh, ww) == (28, 38)
+    for _ in range(10):
+        frames, flow = layered_triplet(rng, _noise(rng, wh + 3, ww + 5), None, 20, 30, 4.7)
+        vy, vx = flow[0, 0]
+        assert np.all(flow == (vy, vx)) and abs(vy) <= 4 and abs(vx) <= 4
+        # frame_k(p) = bg(p - k v): the middle pixel p is at p - v in frame t, p + v in t+2.
+        for k, frame in ((-1, frames[0]), (1, frames[2])):
+            ys = np.arange(max(0, k * vy), min(20, 20 + k * vy))
+            xs = np.arange(max(0, k * vx), min(30, 30 + k * vx))
+            np.testing.assert_array_equal(frame[np.ix_(ys, xs)],
+                                          frames[1][np.ix_(ys - k * vy, xs - k * vx)])
+
+
+def test_foreground_occludes_and_moves_by_its_own_velocity(rng):
+    seen = set()
+    for _ in range(20):
+        wh, ww = window_size(32, 48, 5)
+        fg = np.full((wh, ww, 3), FG, np.uint8)
+        frames, flow = layered_triplet(rng, _noise(rng, wh, ww), fg, 32, 48, 5)
+        masks = frames[..., 0] == FG  # [3, h, w]: where the foreground is, in each frame
+        assert masks[1].sum() > 20
+        fg_v = flow[masks[1]]
+        assert np.all(fg_v == fg_v[0])  # one velocity for the whole foreground
+        vy, vx = fg_v[0]
+        seen.add((vy, vx))
+        # The foreground mask of frame t+1 is that of frame t moved by v (where both in view).
+        inner = masks[1][6:-6, 6:-6]
+        np.testing.assert_array_equal(inner, masks[0][6 - vy:26 - vy, 6 - vx:42 - vx])
+        np.testing.assert_array_equal(inner, masks[2][6 + vy:26 + vy, 6 + vx:42 + vx])
+        # Background pixels copy from p - v_bg in frame t unless the foreground covers that spot.
+        bg = ~masks[1]
+        by, bx = flow[bg][0]
+        ys, xs = np.nonzero(bg)
+        ok = (ys - by >= 0) & (ys - by < 32) & (xs - bx >= 0) & (xs - bx < 48)
+        ys, xs = ys[ok], xs[ok]
+        src = frames[0][ys - by, xs - bx]
+        visible = src[:, 0] != FG
+        np.testing.assert_array_equal(src[visible], frames[1][ys, xs][visible])
+    assert len(seen) > 5
+
+
+def test_window_too_small(rng):
+    with pytest.raises(ValueError, match="at least 46x36"):
+        layered_triplet(rng, _noise(rng, 36, 45), None, 28, 38, 4)
+
+
+def test_ellipse_mask_closed_form():
+    mask = ellipse_mask(9, 11, (4, 5), (2, 3))
+    assert mask.sum() == np.sum([(((y - 4) / 2.0) ** 2 + ((x - 5) / 3.0) ** 2) <= 1
+                                 for y in range(9) for x in range(11)])
+    assert mask[4, 5] and mask[4, 8] and not mask[4, 9] and mask[2, 5] and not mask[1, 5]
+
+
+def _video(root, n=12, height=48, width=80):
+    path = os.path.join(str(root), "v")
+    os.makedirs(path)
+    rng = np.random.RandomState(0)
+    for i in range(n):
+        Image.fromarray(_noise(rng, height, width)).save(os.path.join(path, "f%02d.png" % i))
+    return path
+
+
+def _data_config(path, **data):
+    base = {"sources": [path], "crop_height": 32, "crop_width": 64, "val_triplets": 8,
+            "static_threshold": 0.0, "max_motion": 6}
+    base.update(data)
+    return config_from_dict({"data": base}).data
+
+
+def test_training_batches_are_layered_and_validation_stays_real(tmp_path):
+    path = _video(tmp_path)
+    layered = TripletData(_data_config(path, layered_fraction=1.0))
+    inputs, targets = layered.batch(np.random.RandomState(1), 16)
+    # Independent frames of noise: a real triplet's frames never agree; a layered one's
+    # middle frame is (mostly) frame t shifted by an integer velocity within max_motion.
+    for x, y in zip(inputs, targets):
+        best = max(np.mean(np.abs(np.roll(x[..., :3], (vy, vx), (0, 1)) - y)[8:-8, 8:-8] < 1e-6)
+                   for vy in range(-6, 7) for vx in range(-6, 7))
+        assert best > 0.3
+    real = TripletData(_data_config(path))
+    np.testing.assert_array_equal(layered.validation_set()[0], real.validation_set()[0])
+    x, y = real.batch(np.random.RandomState(1), 1)
+    assert np.mean(np.abs(x[0, ..., :3] - y[0]) < 1e-6) < 0.05
+
+
+@pytest.mark.parametrize("data, match", [
+    ({"layered_fraction": 1.5}, "layered_fraction: must be in"),
+    ({"layered_fraction": 0.5, "max_motion": 0.5}, "max_motion >= 1"),
+    ({"layered_fraction": 0.5, "max_motion": 20}, "smaller than the 104x72"),
+])
+def test_layered_config_errors(tmp_path, data, match):
+    with pytest.raises(UserError, match=match):
+        TripletData(_data_config(_video(tmp_path), **data))

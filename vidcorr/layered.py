@@ -1,0 +1,96 @@
+"""Triplets with known, larger motion made from real frames: two translating layers.
+
+Real video from packages moves little between frames, and a narrow network
+trained on it alone learns to sharpen the frame average rather than to move
+content (the packaged model of session 2 did exactly that: its sensitivity
+peaks stayed at the pixel itself). A *layered* triplet forces displacement:
+a background crop of a real frame translates by ``v_bg`` pixels per frame
+step, and a foreground layer, an ellipse cut from another real frame,
+translates by its own ``v_fg`` on top of it (it occludes what is behind it):
+
+    frame_k(p) = fg(p - k v_fg)   inside the ellipse moved by k v_fg,
+                 bg(p - k v_bg)   elsewhere,          k = -1, 0, 1 (t, t+1, t+2).
+
+So the middle-frame pixel p is seen at ``p - v`` in frame t and ``p + v`` in
+frame t+2, with v the velocity of the layer p belongs to. Velocities are
+integer pixel steps (exact copies, no interpolation blur that would tell the
+frames apart), uniform in ``[-max_motion, max_motion]`` per axis. Mixed into
+training by ``data.layered_fraction``; validation stays on real triplets.
+"""
+
+import numpy as np
+
+__all__ = ["layered_triplet", "window_size", "ellipse_mask"]
+
+
+def window_size(height, width, max_motion):
+    """The window ``(h, w)`` a layer is cut from so that every shift stays inside."""
+    margin = int(np.floor(max_motion))
+    return height + 2 * margin, width + 2 * margin
+
+
+def ellipse_mask(height, width, centre, radii):
+    """A boolean ellipse ``[height, width]`` with ``centre (y, x)`` and ``radii (ry, rx)``."""
+    yy, xx = np.mgrid[0:height, 0:width]
+    return (((yy - centre[0]) / radii[0]) ** 2 + ((xx - centre[1]) / radii[1]) ** 2) <= 1.0
+
+
+def _random_velocity(rng, max_motion):
+    m = int(np.floor(max_motion))
+    return rng.randint(-m, m + 1, size=2)  # (vy, vx), integer pixels per frame step
+
+
+def layered_triplet(rng, background, foreground, height, width, max_motion):
+    """One layered triplet with integer motion.
+
+    Args:
+      rng: a ``numpy.random.RandomState``.
+      background: ``[Hb, Wb, 3]`` window of a real frame, at least
+        :func:`window_size` (extra is cropped at random).
+      foreground: ``[Hf, Wf, 3]`` window of another real frame, the same
+        minimum size, or None for a background-only triplet.
+      height: crop height.
+      width: crop width.
+      max_motion: bound of each velocity component, pixels per frame step
+        (its integer part is used).
+
+    Returns:
+      ``(frames, flow_mid)``: ``[3, height, width, 3]`` (dtype of the inputs)
+      and ``[height, width, 2]`` int: the per-pixel ``(vy, vx)`` of the middle
+      frame (pixel p is at ``p - v`` in frame t, ``p + v`` in frame t+2).
+
+    Raises:
+      ValueError: if a window is smaller than :func:`window_size`.
+    """
+    wh, ww = window_size(height, width, max_motion)
+    m = (wh - height) // 2
+    layers = [background] + ([foreground] if foreground is not None else [])
+    for layer in layers:
+        if layer.shape[0] < wh or layer.shape[1] < ww:
+            raise ValueError("a layer window must be at least %dx%d for a %dx%d crop at "
+                             "max_motion %g, got %dx%d" % (ww, wh, width, height, max_motion,
+                                                          layer.shape[1], layer.shape[0]))
+    windows = []
+    for layer in layers:  # random window of exactly (wh, ww) from each layer
+        y = rng.randint(layer.shape[0] - wh + 1)
+        x = rng.randint(layer.shape[1] - ww + 1)
+        windows.append(layer[y:y + wh, x:x + ww])
+    v_bg = _random_velocity(rng, max_motion)
+    frames = np.stack([windows[0][m - k * v_bg[0]:m - k * v_bg[0] + height,
+                                  m - k * v_bg[1]:m - k * v_bg[1] + width]
+                       for k in (-1, 0, 1)])  # [3, h, w, 3]
+    flow_mid = np.broadcast_to(v_bg, (height, width, 2)).copy()
+    if foreground is None:
+        return frames, flow_mid
+    v_fg = _random_velocity(rng, max_motion)
+    radii = (rng.uniform(0.15, 0.4) * height, rng.uniform(0.1, 0.3) * width)
+    centre = (rng.uniform(0.25, 0.75) * height + m, rng.uniform(0.2, 0.8) * width + m)
+    mask = ellipse_mask(wh, ww, centre, radii)  # [wh, ww], in the foreground window
+    for i, k in enumerate((-1, 0, 1)):
+        ys = slice(m - k * v_fg[0], m - k * v_fg[0] + height)
+        xs = slice(m - k * v_fg[1], m - k * v_fg[1] + width)
+        inside = mask[ys, xs]  # [h, w]: the ellipse moved by k v_fg
+        frames[i][inside] = windows[1][ys, xs][inside]
+        if k == 0:
+            flow_mid[inside] = v_fg
+    return frames, flow_mid
