@@ -8,12 +8,14 @@ machine's device. Each strategy runs in its own process (so peak RSS is its own)
            extrapolated from a linear fit of the per-pixel time (the graph grows)
   allinone all per-pixel gradient ops built, then evaluated in one sess.run, on
            --allinone-pixels pixels
-  vidcorr  SensitivityGraph (folded batch norm, pfor-batched VJP, reduced on the
+  vidcorr  SensitivityGraph (folded batch norm, the VJP batched over pixels by
+           transposing the graph into forward convolutions, reduced on the
            device, the grid in one sess.run through an in-graph loop over chunks);
            --grid-fraction < 1 times a prefix of the grid and scales it (the
            figure printed says so)
-  fed      the same graph driven one chunk per sess.run (a fed chunk index),
-           which recomputes the forward pass per chunk
+  pfor     the same with the VJP batched by tf.vectorized_map over tf.gradients
+  fed      vidcorr driven one chunk per sess.run (a fed chunk index), which
+           recomputes the forward pass per chunk
 
 It also measures the conv throughput (a batched forward pass of the folded
 network) to give the per-pixel limit, ``forward FLOPs / throughput``.
@@ -116,10 +118,11 @@ def run_allinone(spec, args, values, points):
             "per_pixel_run_only": run / n, "grid_seconds": (build + run) / n * len(points)}
 
 
-def run_vidcorr(spec, args, values, points, fed=False):
+def run_vidcorr(spec, args, values, points, fed=False, backward="transpose"):
     chunk = args.chunk or chunk_for_budget(spec, args.height, args.image_width, args.memory_mb)
     graph = SensitivityGraph(spec, args.height, args.image_width, fold_batch_norm(values),
-                             chunk=chunk, max_pixels_per_run=chunk if fed else None)
+                             chunk=chunk, max_pixels_per_run=chunk if fed else None,
+                             backward=backward)
     image = np.random.RandomState(1).rand(args.height, args.image_width, 6).astype(np.float32)
     graph.set_images(image[..., :3], image[..., 3:])
     ops_before = graph.op_count()
@@ -156,7 +159,8 @@ def child(args):
     values = _random_values(spec, args.height, args.image_width)
     points = grid_points(args.height, args.image_width, args.stride)
     result = {"seed": run_seed, "allinone": run_allinone, "vidcorr": run_vidcorr,
-              "fed": lambda *a: run_vidcorr(*a, fed=True)}[args.strategy](spec, args, values, points)
+              "fed": lambda *a: run_vidcorr(*a, fed=True),
+              "pfor": lambda *a: run_vidcorr(*a, backward="pfor")}[args.strategy](spec, args, values, points)
     result["peak_rss_mb"] = _peak_rss_mb()
     print("RESULT " + json.dumps(result))
 
@@ -172,7 +176,7 @@ def main():
     parser.add_argument("--grid-fraction", type=float, default=1.0)
     parser.add_argument("--memory-mb", type=int, default=2048)
     parser.add_argument("--chunk", type=int, default=0)
-    parser.add_argument("--strategies", default="seed,allinone,vidcorr,fed")
+    parser.add_argument("--strategies", default="seed,allinone,vidcorr,pfor,fed")
     parser.add_argument("--strategy", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.strategy:
@@ -219,6 +223,13 @@ def main():
                   "grid (extrapolated) %.0f s -> vidcorr is %.0fx faster"
                   % (s["per_pixel_first"], s["slope_s_per_pixel"], s["ops_per_pixel"],
                      s["grid_seconds"], s["grid_seconds"] / v["grid_seconds"]))
+            print("a dense per-pixel backward pass costs one forward pass of FLOPs (the limit): "
+                  "at best %.0fx the seed's loop on this device"
+                  % (s["grid_seconds"] / (limit * n_grid)))
+        if "pfor" in results:
+            p = results["pfor"]
+            print("pfor-batched VJP: %.3f s/pixel, %.2fx the limit -> transposed VJP %.2fx faster"
+                  % (p["per_pixel"], p["per_pixel"] / limit, p["per_pixel"] / v["per_pixel"]))
         if "fed" in results:
             f = results["fed"]
             print("fed chunk index (one sess.run per chunk): %.3f s/pixel -> in-graph loop %.2fx "

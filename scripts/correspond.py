@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from vidcorr.errors import UserError  # noqa: E402
+from vidcorr.errors import run_cli  # noqa: E402
 from vidcorr.correspond import correspond_pairs, list_pairs  # noqa: E402
 
 
@@ -42,19 +42,18 @@ def main(argv=None):
     parser.add_argument("--out", default="matches", help="output folder")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    try:
+
+    def work():
         pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
                            args.start, args.count)
-        written = correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
-                                   stride=args.stride, max_size=args.max_size,
-                                   consistency=args.consistency, memory_mb=args.memory_mb,
-                                   progress=not args.no_progress)
-    except UserError as err:
-        print("error: %s" % err, file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
+                                stride=args.stride, max_size=args.max_size,
+                                consistency=args.consistency, memory_mb=args.memory_mb,
+                                progress=not args.no_progress)
+
+    code, written = run_cli(work)
+    if code:
+        return code
     for name, count, seconds in written:
         print("%s: %d matches in %.1f s" % (name, count, seconds))
     return 0

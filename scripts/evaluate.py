@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from vidcorr.evaluate import run_evaluation  # noqa: E402
-from vidcorr.errors import UserError  # noqa: E402
+from vidcorr.errors import run_cli  # noqa: E402
 from vidcorr.peers import PEERS  # noqa: E402
 
 
@@ -49,21 +49,16 @@ def main(argv=None):
     parser.add_argument("--out", default="evaluation/eval", help="output prefix")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    try:
-        text = run_evaluation(
+    code, text = run_cli(lambda: run_evaluation(
             checkpoints=args.checkpoint, untrained=args.untrained,
             builtin=[p for p in args.pairs.split(",") if p.strip()], gt_pairs=args.gt_pair,
             gt_kind=args.gt_kind, gt_scale=args.gt_scale,
             methods=[m for m in args.methods.split(",") if m.strip()], stride=args.stride,
             width=args.width, data_config=args.config,
             interpolation=not args.no_interpolation, out=args.out,
-            progress=not args.no_progress)
-    except UserError as err:
-        print("error: %s" % err, file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+            progress=not args.no_progress))
+    if code:
+        return code
     print(text)
     print("wrote %s.md, %s.json and %s.png" % (args.out, args.out, args.out))
     return 0

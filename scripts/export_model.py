@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from vidcorr.errors import UserError  # noqa: E402
+from vidcorr.errors import run_cli  # noqa: E402
 from vidcorr.export import export_model  # noqa: E402
 
 
@@ -24,13 +24,9 @@ def main(argv=None):
     parser.add_argument("--no-interpolation", action="store_true",
                         help="do not measure validation PSNR/SSIM for the card")
     args = parser.parse_args(argv)
-    try:
-        export_model(args.run, args.out, args.evaluation, args.notes,
-                     interpolation=not args.no_interpolation)
-    except UserError as err:
-        print("error: %s" % err, file=sys.stderr)
-        return 2
-    return 0
+    code, _ = run_cli(lambda: export_model(args.run, args.out, args.evaluation, args.notes,
+                                           interpolation=not args.no_interpolation))
+    return code
 
 
 if __name__ == "__main__":

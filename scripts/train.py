@@ -7,7 +7,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from vidcorr.config import load_config  # noqa: E402
-from vidcorr.errors import UserError  # noqa: E402
+from vidcorr.errors import UserError, run_cli  # noqa: E402
 from vidcorr.training import Trainer, TrainingDiverged  # noqa: E402
 
 
@@ -21,19 +21,19 @@ def main(argv=None):
     parser.add_argument("--init-from", help="override train.init_from (checkpoint or run dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    try:
+
+    def work():
         config = load_config(args.config)
         overrides = {k: v for k, v in (("run_dir", args.run_dir), ("steps", args.steps),
                                        ("init_from", args.init_from)) if v is not None}
         if overrides:
             config = config.replace(train=overrides)
-        results = Trainer(config, resume=args.resume, progress=not args.no_progress).run()
-    except (UserError, TrainingDiverged) as err:
-        print("error: %s" % err, file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted before training started; nothing was saved", file=sys.stderr)
-        return 130
+        return Trainer(config, resume=args.resume, progress=not args.no_progress).run()
+
+    code, results = run_cli(work, errors=(UserError, TrainingDiverged),
+                            interrupted="interrupted before training started; nothing was saved")
+    if code:
+        return code
     print("done: step %d, validation PSNR %.2f dB vs frame average %.2f dB, checkpoint %s"
           % (results["step"], results["val_psnr"], results["baseline_psnr"],
              results["checkpoint"]))

@@ -69,15 +69,19 @@ def kernel_setup(random_kernel_checkpoint):
     return random_kernel_checkpoint, image, points, grads, prediction
 
 
-@pytest.mark.parametrize("norm,size", [("l2", "plain"), ("l1", "plain"), ("max", "plain"),
-                                       ("l2", "padded"), ("l2", "kernel"), ("max", "kernel")])
-def test_batched_reduced_equals_per_pixel_reference(request, norm, size):
+@pytest.mark.parametrize("norm,size,backward", [
+    ("l2", "plain", "auto"), ("l1", "plain", "auto"), ("max", "plain", "auto"),
+    ("l2", "padded", "auto"), ("l2", "kernel", "auto"), ("max", "kernel", "auto"),
+    ("l2", "padded", "pfor"), ("l2", "kernel", "pfor")])
+def test_batched_reduced_equals_per_pixel_reference(request, norm, size, backward):
     prefix, image, points, grads, prediction = request.getfixturevalue(
         {"plain": "setup", "padded": "padded_setup", "kernel": "kernel_setup"}[size])
     H, W = image.shape[:2]  # noqa: N806
     values = checkpoint_values(prefix)
     graph = SensitivityGraph(spec_from_checkpoint(prefix, values), H, W,
-                             fold_batch_norm(values), chunk=4, norm=norm, radius=3)
+                             fold_batch_norm(values), chunk=4, norm=norm, radius=3,
+                             backward=backward)
+    assert graph.backward == ("pfor" if backward == "pfor" else "transpose")
     graph.set_images(image[..., :3], image[..., 3:])
     np.testing.assert_allclose(graph.predict(), prediction, atol=1e-4)  # folding is exact
     res = graph.run(points)
@@ -178,6 +182,8 @@ def test_bad_weights_and_grid(setup, random_checkpoint):
     values = fold_batch_norm(checkpoint_values(random_checkpoint))
     with pytest.raises(UserError, match="another model width"):
         SensitivityGraph(NetworkSpec(width=0.25), H, W, values)
+    with pytest.raises(UserError, match="backward must be one of"):
+        SensitivityGraph(NetworkSpec(width=0.125), H, W, values, backward="loop")
     with pytest.raises(UserError, match="stride"):
         grid_points(H, W, 0)
     assert grid_points(5, 7, 2).tolist()[:4] == [[0, 0], [2, 0], [4, 0], [6, 0]]

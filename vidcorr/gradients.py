@@ -9,13 +9,18 @@ image size, never per pixel:
 
 * the image pair lives in a device-resident variable (on the GPU when there is
   one), loaded once per pair, already reflect-padded to a multiple of 32 (so
-  no MirrorPad op sits in the vectorised backward pass: TF 1.15's pfor has no
+  no MirrorPad op sits in the batched backward pass: TF 1.15's pfor has no
   converter for its gradient); the gradient of the padded copies is folded
   back onto the pixels they copy with two constant 0/1 matrices;
-* the network runs once; a single VJP is vectorised (``tf.vectorized_map``,
-  i.e. pfor) over a chunk of one-hot cotangents, one per pixel, so the
-  backward pass is batched over pixels while the forward activations are
-  shared;
+* the network runs once; the VJP is batched over a chunk of one-hot
+  cotangents, one per pixel, while the forward activations are shared. By
+  default the network's graph is transposed into forward convolutions over
+  the chunk, on small windows around the pixels through the decoder
+  (:class:`vidcorr.backward.BatchedVJP`); ``backward="pfor"``
+  vectorises ``tf.gradients`` with ``tf.vectorized_map`` instead. On full-width
+  MIND at 128x384 the transposition ran at 1.05x (TF 2.21) and 0.88x (TF 1.15)
+  the convolution limit of a batched forward pass, pfor at 1.18x and 2.31x
+  (``benchmarks/bench_gradients.py``);
 * the reduction happens on the device: per pixel and frame only the argmax,
   the peak, the best value outside a radius (for the confidence) and the 3x3
   neighbourhood of the peak (for sub-pixel refinement) come back; full maps
@@ -32,16 +37,18 @@ chunk size comes from a memory budget (:func:`chunk_for_budget`).
 import numpy as np
 from tqdm import tqdm
 
+from vidcorr.backward import BatchedVJP, UnsupportedGraph
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.inference import load_folded_weights
 from vidcorr.kernels import direct_sensitivity, logit_cotangent, tap_sums
 from vidcorr.network import MULTIPLE, channel_plan, mind, padding_for
 
-__all__ = ["NORMS", "SensitivityGraph", "grid_points", "chunk_for_budget",
-           "activation_bytes_per_pixel"]
+__all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "grid_points", "chunk_for_budget",
+           "activation_bytes_per_pixel", "fixed_bytes"]
 
 NORMS = ("l2", "l1", "max")
+BACKWARDS = ("auto", "transpose", "pfor")
 
 
 def grid_points(height, width, stride, offset=0):
@@ -59,28 +66,51 @@ def grid_points(height, width, stride, offset=0):
     return np.stack([xs.ravel(), ys.ravel()], axis=1).astype(np.int64)
 
 
-def activation_bytes_per_pixel(spec, height, width):
-    """Rough float32 bytes of the backward pass of one pixel (its share of a chunk).
+RUNTIME_BYTES = 600 * 2 ** 20  # TensorFlow itself, the weights and the graph (measured ~0.5 GB)
+MAX_CHUNK = 64
 
-    The sum over all layers of their activation sizes, times 3: the incoming
-    gradient, the outgoing one and the ReLU mask broadcast to the chunk.
-    """
+
+def _layer_floats(spec, height, width):
+    """Float counts of every activation of the network at the padded size."""
     enc, dec = channel_plan(spec.width)
     h, w = height + (-height % MULTIPLE), width + (-width % MULTIPLE)
-    floats = h * w * 6 * (3 if spec.kernel_size else 1)  # kernel head: + the direct term
+    sizes = [h * w * 6 * (3 if spec.kernel_size else 1)]  # input (kernel head: + direct term)
     for c in enc:
-        floats += 3 * h * w * c + (h // 2) * (w // 2) * c
+        sizes += [h * w * c] * 3 + [(h // 2) * (w // 2) * c]
         h, w = h // 2, w // 2
-    for c in dec:
+    skip_channels = {5 - k: enc[max(k, 1) - 1] for k in spec.skips}  # decoder block -> skip
+    for b, c in enumerate(dec, 1):
         h, w = h * 2, w * 2
-        floats += 4 * h * w * c
-    return 3 * 4 * floats
+        sizes += [h * w * (c + skip_channels.get(b, 0))] + [h * w * c] * 2
+    return sizes
+
+
+def activation_bytes_per_pixel(spec, height, width):
+    """Rough float32 bytes that one pixel adds to a batched backward pass (its share of a chunk).
+
+    The dense part of the pass holds about four activations of the largest
+    layer per pixel at a time (the incoming and outgoing cotangents, a skip's
+    waiting cotangent, a temporary). Measured on full-width MIND at 128x384 (TF
+    2.21): peak RSS grew by 69 MB per pixel of chunk, against 76 MB estimated.
+    """
+    return 4 * 4 * max(_layer_floats(spec, height, width))
+
+
+def fixed_bytes(spec, height, width):
+    """Rough bytes of a sensitivity graph before any pixel: the runtime, the forward pass
+    and the batch-1 masks the backward pass derives from it (two floats per activation)."""
+    return RUNTIME_BYTES + 2 * 4 * sum(_layer_floats(spec, height, width))
 
 
 def chunk_for_budget(spec, height, width, memory_mb):
-    """The number of pixels per batched VJP that fits ``memory_mb`` (at least 1)."""
-    per_pixel = activation_bytes_per_pixel(spec, height, width)
-    return int(max(1, min(512, (memory_mb * 2 ** 20) // per_pixel)))
+    """The number of pixels per batched VJP that keeps the process within ``memory_mb``.
+
+    At least 1 (a budget below the fixed part cannot be met) and at most
+    ``MAX_CHUNK``; larger chunks were a little faster on the CPU here (0.128 / 0.119 /
+    0.113 s per pixel for 3 / 8 / 16 on full-width MIND at 128x384, TF 2.21).
+    """
+    free = memory_mb * 2 ** 20 - fixed_bytes(spec, height, width)
+    return int(max(1, min(MAX_CHUNK, free // activation_bytes_per_pixel(spec, height, width))))
 
 
 def _reflect_fold(size, before, after):
@@ -131,6 +161,11 @@ class SensitivityGraph(object):
       device: where to place the computation (default: GPU if any, else CPU).
       threads: intra-op threads (None: TensorFlow decides).
       max_pixels_per_run: at most this many pixels per ``sess.run`` (None: all).
+      backward: how the VJP is batched over pixels: ``'transpose'``
+        (:class:`vidcorr.backward.BatchedVJP`, forward convolutions over a batch
+        of cotangents), ``'pfor'`` (``tf.gradients`` under
+        ``tf.vectorized_map``) or ``'auto'`` (transpose, pfor if the network
+        has an op it cannot transpose). The chosen one is ``self.backward``.
 
     Raises:
       UserError: if ``weights`` do not fit the network (another width or
@@ -138,19 +173,22 @@ class SensitivityGraph(object):
     """
 
     def __init__(self, spec, height, width, weights, chunk=16, norm="l2", radius=4, device=None,
-                 threads=None, max_pixels_per_run=None):
+                 threads=None, max_pixels_per_run=None, backward="auto"):
         if norm not in NORMS:
             raise UserError("norm must be one of %s, got %r" % (", ".join(NORMS), norm))
+        if backward not in BACKWARDS:
+            raise UserError("backward must be one of %s, got %r"
+                            % (", ".join(BACKWARDS), backward))
         self.height, self.width, self.chunk = int(height), int(width), int(chunk)
         self.max_pixels_per_run = max_pixels_per_run
         self.graph = tf.Graph()
         with self.graph.as_default(), tf.device(device or default_device()):
-            self._build(spec, norm, radius)
+            self._build(spec, norm, radius, backward)
             self.sess = tf.Session(graph=self.graph, config=session_config(threads))
             load_folded_weights(self.sess, weights)
         self.graph.finalize()
 
-    def _build(self, spec, norm, radius):
+    def _build(self, spec, norm, radius, backward):
         h, w, chunk = self.height, self.width, self.chunk
         top, bottom, left, right = padding_for(h, w)
         self.padding = (top, bottom, left, right)
@@ -163,18 +201,36 @@ class SensitivityGraph(object):
         self.prediction = out[:, top:top + h, left:left + w]  # [1, H, W, 3]
         rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
         cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
-        kernel_vjp = self._kernel_head(spec, frames, endpoints) if spec.kernel_size else None
+        # The per-pixel VJP runs from `target`: the output, or for the kernel head the
+        # features under its 1x1 convolution (the head's own part is done by hand).
+        target = endpoints["features"] if spec.kernel_size else out  # [1, H', W', C]
+        head = self._kernel_head(spec, frames, endpoints) if spec.kernel_size else None
+        transposed = None
+        if backward != "pfor":
+            try:
+                transposed = BatchedVJP(target, frames)
+            except UnsupportedGraph:
+                if backward == "transpose":
+                    raise
+        self.backward = "transpose" if transposed is not None else "pfor"
 
-        def vjp(index):  # index: flat y * W + x of one output pixel
-            padded_index = (index // w + top) * wp + index % w + left
-            if kernel_vjp is not None:
-                return kernel_vjp(padded_index)
-            cotangent = tf.reshape(tf.one_hot(padded_index, hp * wp), [1, hp, wp, 1]) * \
-                tf.ones([1, 1, 1, 3])
-            return tf.gradients(out, frames, grad_ys=cotangent)[0][0]  # [H', W', 6]
+        def input_gradients(indices):  # [K] flat y * W + x -> [K, H', W', 6]
+            padded = (indices // w + top) * wp + indices % w + left  # [K]
+            if head is None:
+                values, direct = tf.ones([tf.size(padded), 3]), None  # [K, 3]
+            else:
+                values, direct = head(padded)  # [K, C], [K, H', W', 6]
+            if transposed is not None:  # windowed near the output, then dense
+                grads = transposed.points(values, padded // wp, padded % wp)
+            else:
+                one_hot = tf.reshape(tf.one_hot(padded, hp * wp), [-1, hp, wp, 1])
+                grads = tf.vectorized_map(
+                    lambda c: tf.gradients(target, frames, grad_ys=c[None])[0][0],
+                    one_hot * values[:, None, None, :])  # over [K, H', W', C] cotangents
+            return grads if direct is None else grads + direct
 
         def sensitivity(indices):  # [K] -> [K, 2, H, W]
-            grads = tf.vectorized_map(vjp, indices)  # [K, H', W', 6]
+            grads = input_gradients(indices)  # [K, H', W', 6]
             if hp != h or wp != w:  # a padded pixel copies an original one: add it there
                 grads = tf.einsum("khwc,hy->kywc", grads, rows)
                 grads = tf.einsum("kywc,wx->kyxc", grads, cols)  # [K, H, W, 6]
@@ -214,34 +270,36 @@ class SensitivityGraph(object):
 
     @staticmethod
     def _kernel_head(spec, frames, endpoints):
-        """The per-pixel VJP of the adaptive-kernel head (see :mod:`vidcorr.kernels`).
+        """The adaptive-kernel head's part of the per-pixel VJP (see :mod:`vidcorr.kernels`).
 
         The sensitivity of out(p) is the direct term (p's softmax weights at
         their taps) plus the gradient through the logits. The latter's
         cotangent is non-zero at p only, so it is pulled through the 1x1
         output convolution by hand onto the features (C channels) instead of
         back-propagating a dense ``2 K^2``-channel map per pixel.
+
+        Returns:
+          ``head(padded_indices [K])`` -> the cotangents of the features at
+          those pixels ``[K, C]`` and the direct term ``[K, H', W', 6]``.
         """
         k = spec.kernel_size
         taps = 2 * k * k
         _, hp, wp, _ = frames.shape.as_list()
-        features = endpoints["features"]  # [1, H', W', C]
         weights = tf.reshape(tf.nn.softmax(endpoints["logits"], axis=-1), [hp * wp, taps])
         sums = tf.reshape(tap_sums(frames, k), [hp * wp, taps])  # [H'W', 2K^2]
-        out_w = [v for v in tf.global_variables() if v.op.name == "mind/output/weights"][0]
-        out_w = tf.reshape(out_w, [-1, taps])  # [C, 2K^2]
+        with tf.variable_scope("mind/output", reuse=True):
+            out_w = tf.reshape(tf.get_variable("weights"), [-1, taps])  # [C, 2K^2]
 
-        def kernel_vjp(padded_index):
-            w_p = tf.gather(weights, padded_index)  # [2K^2]
-            g = logit_cotangent(w_p, tf.gather(sums, padded_index))  # [2K^2]
-            g_features = tf.reshape(tf.matmul(out_w, g[:, None]), [1, 1, 1, -1])  # [1, 1, 1, C]
-            cotangent = tf.reshape(tf.one_hot(padded_index, hp * wp), [1, hp, wp, 1]) * g_features
-            indirect = tf.gradients(features, frames, grad_ys=cotangent)[0][0]  # [H', W', 6]
-            direct = direct_sensitivity(w_p, padded_index // wp, padded_index % wp, hp, wp, k)
-            direct = tf.reshape(tf.tile(direct[..., None], [1, 1, 1, 3]), [hp, wp, 6])
-            return indirect + direct  # [H', W', 6]
+        def head(padded_indices):
+            w_p = tf.gather(weights, padded_indices)  # [K, 2K^2]
+            g = logit_cotangent(w_p, tf.gather(sums, padded_indices))  # [K, 2K^2]
+            g_features = tf.matmul(g, out_w, transpose_b=True)  # [K, C]
+            direct = direct_sensitivity(w_p, padded_indices // wp, padded_indices % wp, hp, wp,
+                                        k)  # [K, H', W', 2]
+            direct = tf.reshape(direct[..., None] * tf.ones([1, 1, 1, 1, 3]), [-1, hp, wp, 6])
+            return g_features, direct
 
-        return kernel_vjp
+        return head
 
     def set_images(self, frame_t, frame_t2):
         """Loads an image pair (``[H, W, 3]`` float arrays in [0, 1]) onto the device."""

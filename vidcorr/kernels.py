@@ -100,24 +100,28 @@ def logit_cotangent(weights, sums):
 def direct_sensitivity(weights, y, x, height, width, kernel_size):
     """The direct term of the sensitivity of pixel ``(y, x)``: its weights placed at their taps.
 
-    Built from one-hot row and column matrices (no scatter, so it vectorises
-    with pfor on both TensorFlow lines); taps outside the image vanish.
+    Built from one-hot row and column matrices (no scatter, so it also
+    vectorises with pfor on both TensorFlow lines); taps outside the image
+    vanish. Leading batch dimensions ``[...]`` (one per pixel) are allowed.
 
     Args:
-      weights: ``[2K^2]`` softmax weights of the pixel.
-      y: the pixel's row (int32 scalar tensor).
-      x: the pixel's column.
+      weights: ``[..., 2K^2]`` softmax weights of the pixel.
+      y: the pixel's row, int32 ``[...]``.
+      x: the pixel's column, int32 ``[...]``.
       height: image height.
       width: image width.
       kernel_size: K.
 
     Returns:
-      ``[height, width, 2]``: per frame, d out_c(p) / d frame_c(q) (the same for each c).
+      ``[..., height, width, 2]``: per frame, d out_c(p) / d frame_c(q) (the
+      same for each c).
     """
     r = kernel_size // 2
     offsets = tf.range(-r, r + 1)
-    rows = tf.one_hot(y + offsets, height)  # [K, H]: row p_y + dy (all zero if outside)
-    cols = tf.one_hot(x + offsets, width)  # [K, W]
-    w = tf.reshape(weights, [2, kernel_size, kernel_size])  # [frame, dy, dx]
-    maps = [tf.matmul(tf.matmul(rows, w[f], transpose_a=True), cols) for f in (0, 1)]  # [H, W]
-    return tf.stack(maps, axis=-1)  # [H, W, 2]
+    rows = tf.one_hot(y[..., None] + offsets, height)  # [..., K, H]: row p_y + dy (0 if outside)
+    cols = tf.one_hot(x[..., None] + offsets, width)  # [..., K, W]
+    lead = tf.shape(weights)[:-1]
+    w = tf.reshape(weights, tf.concat([lead, [2, kernel_size, kernel_size]], 0))  # [.., 2, K, K]
+    maps = [tf.matmul(tf.matmul(rows, w[..., f, :, :], transpose_a=True), cols)
+            for f in (0, 1)]  # 2 x [..., H, W]
+    return tf.stack(maps, axis=-1)  # [..., H, W, 2]

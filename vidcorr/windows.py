@@ -1,0 +1,172 @@
+"""Windowed cotangents: a batch of cotangents that are non-zero in one small window each.
+
+The cotangent of one output pixel stays near that pixel for the first layers
+of the backward pass (a 3x3 convolution widens it by one pixel a side, a
+stride-2 one halves it). :class:`Window` holds such a batch as ``[N, h, w, C]``
+windows with per-cotangent origins, and :data:`WINDOW_RULES` map windows
+through the ops of :mod:`vidcorr.transpose` on windows instead of whole
+images: the masks are gathered per window, and positions outside the image
+are kept at zero, which is what the forward pass's zero padding implies. A
+rule returns None when it cannot follow (the caller then goes dense).
+"""
+
+import math
+
+from vidcorr.compat import tf
+from vidcorr.transpose import add_signs, slice_attrs, upsample2
+
+__all__ = ["Window", "WINDOW_RULES", "dense"]
+
+
+class Window(object):
+    """A batch of cotangents that are zero outside one small window each.
+
+    ``data [N, h, w, C]`` holds rows ``oy[n] + i`` and columns ``ox[n] + j`` of a
+    ``[height, width]`` tensor for cotangent n; all else is zero, positions
+    outside the image included. Every origin is a multiple of ``align``
+    (static), which is what a strided convolution needs to stay on its grid.
+    """
+
+    def __init__(self, data, oy, ox, height, width, align):
+        self.data, self.oy, self.ox = data, oy, ox  # [N, h, w, C], [N], [N]
+        self.height, self.width, self.align = height, width, align
+        self.h, self.w = data.shape.as_list()[1:3]
+
+    def like(self, data, **changes):
+        """A window with other data (and optionally other geometry)."""
+        geometry = dict(oy=self.oy, ox=self.ox, height=self.height, width=self.width,
+                        align=self.align)
+        geometry.update(changes)
+        return Window(data, **geometry)
+
+    def too_big(self):
+        return self.h >= self.height or self.w >= self.width or \
+            4 * self.h * self.w > self.height * self.width
+
+    def _rows_cols(self):
+        return (self.oy[:, None] + tf.range(self.h),  # [N, h]
+                self.ox[:, None] + tf.range(self.w))  # [N, w]
+
+    def valid(self):
+        """``[N, h, w, 1]``: 1 where the window lies inside the image."""
+        rows, cols = self._rows_cols()
+        in_rows = tf.cast((rows >= 0) & (rows < self.height), tf.float32)
+        in_cols = tf.cast((cols >= 0) & (cols < self.width), tf.float32)
+        return in_rows[:, :, None, None] * in_cols[:, None, :, None]
+
+    def _indices(self):
+        """``[N, h, w, 2]`` (row, column), clipped into the image."""
+        rows, cols = self._rows_cols()
+        rows = tf.clip_by_value(rows, 0, self.height - 1)
+        cols = tf.clip_by_value(cols, 0, self.width - 1)
+        return tf.stack([tf.tile(rows[:, :, None], [1, 1, self.w]),
+                         tf.tile(cols[:, None, :], [1, self.h, 1])], axis=-1)
+
+    def gather(self, tensor):
+        """Each window of a batch-1 ``tensor [1, H, W, C]``: ``[N, h, w, C]``, 0 outside the image."""
+        return tf.gather_nd(tensor[0], self._indices()) * self.valid()
+
+    def pad(self, margin):
+        """The same cotangents in a window grown by ``margin`` on each side."""
+        if not margin:
+            return self
+        data = tf.pad(self.data, [[0, 0], [margin, margin], [margin, margin], [0, 0]])
+        return self.like(data, oy=self.oy - margin, ox=self.ox - margin,
+                         align=math.gcd(self.align, margin))
+
+    def even(self):
+        """The same cotangents in a window with even origins and sizes (one row or column more)."""
+        data, oy, ox = self.data, self.oy, self.ox
+        if self.align % 2:  # per cotangent: pad above (odd origin) or below (even origin)
+            odd = tf.cast(oy % 2, tf.float32)[:, None, None, None]  # [N, 1, 1, 1]
+            data = (tf.pad(data, [[0, 0], [1, 0], [0, 0], [0, 0]]) * odd +
+                    tf.pad(data, [[0, 0], [0, 1], [0, 0], [0, 0]]) * (1.0 - odd))
+            odd = tf.cast(ox % 2, tf.float32)[:, None, None, None]
+            data = (tf.pad(data, [[0, 0], [0, 0], [1, 0], [0, 0]]) * odd +
+                    tf.pad(data, [[0, 0], [0, 0], [0, 1], [0, 0]]) * (1.0 - odd))
+            oy, ox = oy - oy % 2, ox - ox % 2
+        h, w = data.shape.as_list()[1:3]
+        data = tf.pad(data, [[0, 0], [0, h % 2], [0, w % 2], [0, 0]])
+        return self.like(data, oy=oy, ox=ox, align=max(2, self.align - self.align % 2))
+
+    def dense(self):
+        """``[N, H, W, C]``."""
+        n, channels = tf.shape(self.data)[0], self.data.shape.as_list()[3]
+        batch = tf.tile(tf.range(n)[:, None, None, None], [1, self.h, self.w, 1])
+        indices = tf.concat([batch, self._indices()], axis=-1)  # [N, h, w, 3]
+        return tf.scatter_nd(indices, self.data * self.valid(),
+                             tf.stack([n, self.height, self.width, channels]))
+
+
+def dense(g):
+    """A cotangent batch as a dense tensor (a :class:`Window` is scattered into its image)."""
+    return g.dense() if isinstance(g, Window) else g
+
+
+def _window_pass(op, win, prepared, deps):
+    return [(0, win)]
+
+
+def _window_add(op, win, prepared, deps):
+    return [(i, win if sign > 0 else win.like(-win.data)) for i, sign in add_signs(op, deps)]
+
+
+def _window_mask(op, win, mask, deps):
+    return [(0, win.like(win.data * win.gather(mask)))]
+
+
+def _window_conv2d(op, win, flipped, deps):
+    if flipped is None:
+        return None
+    kh, kw = op.inputs[1].shape.as_list()[:2]
+    r = max(kh, kw) // 2
+    grown = win.pad(r if win.align == 1 else -(-r // 2) * 2)  # even margins keep origins even
+    data = tf.nn.conv2d(grown.data, flipped, [1, 1, 1, 1], "SAME")  # [N, h', w', in]
+    return [(0, grown.like(data * grown.valid()))]
+
+
+def _window_conv2d_transpose(op, win, padding, deps):
+    filters = op.inputs[1].shape.as_list()
+    _, height, width, _ = op.inputs[2].shape.as_list()  # the coarse input
+    if (filters[:2] != [4, 4] or list(op.get_attr("strides")) != [1, 2, 2, 1]
+            or padding != "SAME" or list(op.get_attr("dilations")) != [1, 1, 1, 1]
+            or win.height != 2 * height or win.width != 2 * width):
+        return None
+    grown = win.even().pad(2)  # on the stride-2 grid; covers coarse rows oy/2 - 1 .. (oy + h)/2
+    data = tf.nn.conv2d(grown.data, op.inputs[1], [1, 2, 2, 1], "SAME")  # [N, h'/2, w'/2, C]
+    coarse = Window(data, grown.oy // 2, grown.ox // 2, height, width, grown.align // 2)
+    return [(2, coarse.like(data * coarse.valid()))]
+
+
+def _window_max_pool(op, win, mask, deps):
+    if mask is None:
+        return None
+    _, height, width, channels = op.inputs[0].shape.as_list()
+    fine = win.like(upsample2(win.data, 2 * win.h, 2 * win.w, win.data.shape.as_list()[3]),
+                    oy=2 * win.oy, ox=2 * win.ox, height=height, width=width,
+                    align=2 * win.align)
+    return [(0, fine.like(fine.data * fine.gather(mask)))]
+
+
+def _window_concat(op, win, prepared, deps):
+    if int(tf.get_static_value(op.inputs[-1])) % 4 != 3:
+        return None
+    sizes = [t.shape.as_list()[3] for t in op.inputs[:-1]]
+    parts = tf.split(win.data, sizes, axis=3)
+    return [(i, win.like(part)) for i, part in enumerate(parts) if deps[i]]
+
+
+def _window_slice(op, win, prepared, deps):
+    slice_attrs(op)
+    strides = tf.get_static_value(op.inputs[3])
+    if (strides is not None and all(int(v) == 1 for v in strides)
+            and op.inputs[0].shape.as_list() == op.outputs[0].shape.as_list()):
+        return [(0, win)]  # a slice that keeps everything (the network's crop at padded size)
+    return None
+
+
+WINDOW_RULES = {"StridedSlice": _window_slice, "Identity": _window_pass, "BiasAdd": _window_pass,
+                "AddV2": _window_add, "Add": _window_add, "Sub": _window_add,
+                "Relu": _window_mask, "LeakyRelu": _window_mask, "Conv2D": _window_conv2d,
+                "Conv2DBackpropInput": _window_conv2d_transpose, "MaxPool": _window_max_pool,
+                "ConcatV2": _window_concat}
