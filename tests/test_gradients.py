@@ -189,3 +189,6 @@ def test_bad_weights_and_grid(setup, random_checkpoint):
     assert grid_points(5, 7, 2).tolist()[:4] == [[0, 0], [2, 0], [4, 0], [6, 0]]
     assert chunk_for_budget(NetworkSpec(), 128, 384, 2048) < chunk_for_budget(
         NetworkSpec(width=0.25), 128, 384, 2048)
+    assert chunk_for_budget(NetworkSpec(), 128, 384, 100) == 1  # below the fixed part
+    assert 1 < chunk_for_budget(NetworkSpec(), 128, 384, 2048) < chunk_for_budget(
+        NetworkSpec(), 128, 384, 3072)

@@ -18,9 +18,9 @@ image size, never per pixel:
   the chunk, on small windows around the pixels through the decoder
   (:class:`vidcorr.backward.BatchedVJP`); ``backward="pfor"``
   vectorises ``tf.gradients`` with ``tf.vectorized_map`` instead. On full-width
-  MIND at 128x384 the transposition ran at 1.05x (TF 2.21) and 0.88x (TF 1.15)
-  the convolution limit of a batched forward pass, pfor at 1.18x and 2.31x
-  (``benchmarks/bench_gradients.py``);
+  MIND at 128x384, stride 4, it took 0.123 s per pixel on TF 2.21 and 0.179 s
+  on TF 1.15 (0.54x and 0.45x the time of a batched forward pass per image),
+  pfor 0.277 s and 0.956 s (``benchmarks/bench_gradients.py``);
 * the reduction happens on the device: per pixel and frame only the argmax,
   the peak, the best value outside a radius (for the confidence) and the 3x3
   neighbourhood of the peak (for sub-pixel refinement) come back; full maps
@@ -91,7 +91,7 @@ def activation_bytes_per_pixel(spec, height, width):
     The dense part of the pass holds about four activations of the largest
     layer per pixel at a time (the incoming and outgoing cotangents, a skip's
     waiting cotangent, a temporary). Measured on full-width MIND at 128x384 (TF
-    2.21): peak RSS grew by 69 MB per pixel of chunk, against 76 MB estimated.
+    2.21): peak RSS grew by 69 MB per pixel of chunk, against 72 MB estimated.
     """
     return 4 * 4 * max(_layer_floats(spec, height, width))
 
