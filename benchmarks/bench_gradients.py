@@ -243,7 +243,10 @@ def main():
                   % (s["grid_seconds"] / (limit * n_grid)))
             encoder = _encoder_flops(args.height, args.image_width, spec) / rate
             print("the encoder's backward pass is dense (its receptive field covers the image), "
-                  "%.1f GFLOP = %.3f s/pixel: any exact method is at best %.0fx the seed's loop"
+                  "%.1f GFLOP = %.3f s/pixel at the throughput above: an exact method is at best "
+                  "about %.0fx the seed's loop (a bound where the forward pass runs at the speed "
+                  "of the backward pass's kernels, as on TF 2.x; TF 1.15's slow transposed "
+                  "convolutions drag its forward throughput down)"
                   % (_encoder_flops(args.height, args.image_width, spec) / 1e9, encoder,
                      s["grid_seconds"] / (encoder * n_grid)))
         if "pfor" in results:
