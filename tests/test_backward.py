@@ -75,6 +75,8 @@ def test_output_that_ignores_the_input_and_unsupported_ops(sess, rng):
     with pytest.raises(UnsupportedGraph, match="batch-1"):
         z = tf.placeholder(tf.float32, [2, 4, 4, 2])
         BatchedVJP(tf.nn.relu(z), z)
+    ident = tf.constant(rng.randn(N, 4, 4, 2).astype(np.float32))
+    np.testing.assert_array_equal(*sess.run([BatchedVJP(x, x)(ident), ident]))
     # A path that ends in a non-float shape computation is not followed.
     h = tf.nn.relu(x) + tf.cast(tf.shape(x)[1], tf.float32)
     _check(sess, x, h, rng, {x: rng.randn(1, 4, 4, 2).astype(np.float32)})

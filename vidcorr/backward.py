@@ -96,7 +96,8 @@ class BatchedVJP(object):
                 deps = [d and i in rule.inputs for i, d in enumerate(deps)]
             hit = any(deps)
             for t in op.outputs:
-                depends[t.name] = hit
+                if t.name != xs.name:  # xs itself stays the start, whatever feeds it
+                    depends[t.name] = hit
             if not hit:
                 continue
             if rule is None:
