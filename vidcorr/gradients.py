@@ -67,7 +67,7 @@ def grid_points(height, width, stride, offset=0):
 
 
 # TensorFlow itself, the weights and the graph. With it, measured peaks stayed within the
-# budget on TF 2.21: 1934 MB for 2048 MB (full width, 128x384, chunk 15) and 999 MB for
+# budget on TF 2.21: 1934 MB for 2048 MB (full width, 128x384, chunk 15) and 975 MB for
 # 1024 MB (scripts/correspond.py on the 128x384 sample pair, default model, chunk 9).
 RUNTIME_BYTES = 600 * 2 ** 20
 MAX_CHUNK = 64

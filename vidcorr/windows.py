@@ -64,7 +64,8 @@ class Window(object):
 
     def gather(self, tensor):
         """Each window of a batch-1 ``tensor [1, H, W, C]``: ``[N, h, w, C]``, 0 outside the image."""
-        return tf.gather_nd(tensor[0], self._indices()) * self.valid()
+        image = tf.reshape(tensor, tensor.shape.as_list()[1:])  # [H, W, C], no copy (in a loop)
+        return tf.gather_nd(image, self._indices()) * self.valid()
 
     def pad(self, margin):
         """The same cotangents in a window grown by ``margin`` on each side."""
