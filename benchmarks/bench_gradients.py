@@ -42,7 +42,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from vidcorr.compat import TF_VERSION, session_config, tf  # noqa: E402
 from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points  # noqa: E402
 from vidcorr.inference import fold_batch_norm  # noqa: E402
-from vidcorr.network import NetworkSpec, channel_plan, forward_flops, mind  # noqa: E402
+from vidcorr.network import NetworkSpec, forward_flops, mind  # noqa: E402
+from vidcorr.spec import layer_plan, plan_flops  # noqa: E402
 
 
 def _random_values(spec, height, width):
@@ -65,14 +66,8 @@ def _random_values(spec, height, width):
 def _encoder_flops(height, width, spec):
     """FLOPs of the encoder's convolutions (the part of a per-pixel backward pass that
     cannot be windowed at this size)."""
-    enc, _ = channel_plan(spec.width)
-    h, w, cin, flops = height + (-height % 32), width + (-width % 32), 6, 0
-    for c in enc:
-        for _ in range(3):
-            flops += 2 * h * w * 9 * cin * c
-            cin = c
-        h, w = h // 2, w // 2
-    return flops
+    return plan_flops([layer for layer in layer_plan(spec, height, width)
+                       if layer.name.startswith("enc")])
 
 
 def _peak_rss_mb():

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from vidcorr.errors import run_cli  # noqa: E402
 from vidcorr.correspond import correspond_pairs, list_pairs  # noqa: E402
+from vidcorr.matching import DEFAULT_LEVELS  # noqa: E402
 
 
 def main(argv=None):
@@ -35,6 +36,9 @@ def main(argv=None):
     parser.add_argument("--stride", type=int, default=4, help="grid stride in pixels")
     parser.add_argument("--max-size", type=int, help="downscale pairs whose longer side exceeds "
                                                      "this; matches are mapped back")
+    parser.add_argument("--levels", type=int, default=DEFAULT_LEVELS,
+                        help="pyramid levels of the coarse-to-fine read-out; 1 reads out at "
+                             "full size only (default %(default)s)")
     parser.add_argument("--consistency", action="store_true",
                         help="keep only matches that agree with the swapped pair")
     parser.add_argument("--memory-mb", type=int, default=1024,
@@ -49,7 +53,7 @@ def main(argv=None):
         return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
                                 stride=args.stride, max_size=args.max_size,
                                 consistency=args.consistency, memory_mb=args.memory_mb,
-                                progress=not args.no_progress)
+                                progress=not args.no_progress, levels=args.levels)
 
     code, written = run_cli(work)
     if code:

@@ -40,6 +40,9 @@ def main(argv=None):
     parser.add_argument("--methods", default=",".join(PEERS),
                         help="peers, comma-separated (default: %(default)s)")
     parser.add_argument("--stride", type=int, default=4, help="grid stride")
+    parser.add_argument("--levels", default="",
+                        help="pyramid levels of vidcorr's coarse-to-fine read-out; a comma list "
+                             "(e.g. 1,3) scores each model at each (default: the Matcher's)")
     parser.add_argument("--width", type=int, default=384,
                         help="downscale pairs to this width (0: full size)")
     parser.add_argument("--config", help="data config for the interpolation scores "
@@ -49,6 +52,10 @@ def main(argv=None):
     parser.add_argument("--out", default="evaluation/eval", help="output prefix")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    try:
+        levels = tuple(int(n) for n in args.levels.split(",") if n.strip()) or (None,)
+    except ValueError:
+        parser.error("--levels: expected integers like 3 or 1,3, got %r" % args.levels)
     code, text = run_cli(lambda: run_evaluation(
             checkpoints=args.checkpoint, untrained=args.untrained,
             builtin=[p for p in args.pairs.split(",") if p.strip()], gt_pairs=args.gt_pair,
@@ -56,7 +63,7 @@ def main(argv=None):
             methods=[m for m in args.methods.split(",") if m.strip()], stride=args.stride,
             width=args.width, data_config=args.config,
             interpolation=not args.no_interpolation, out=args.out,
-            progress=not args.no_progress))
+            progress=not args.no_progress, levels=levels))
     if code:
         return code
     print(text)

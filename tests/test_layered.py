@@ -107,9 +107,55 @@ def test_training_batches_are_layered_and_validation_stays_real(tmp_path):
 
 @pytest.mark.parametrize("data, match", [
     ({"layered_fraction": 1.5}, "layered_fraction: must be in"),
-    ({"layered_fraction": 0.5, "max_motion": 0.5}, "max_motion >= 1"),
+    ({"layered_fraction": 0.5, "max_motion": 0.5}, "max_motion of at least"),
     ({"layered_fraction": 0.5, "max_motion": 20}, "smaller than the 104x72"),
 ])
 def test_layered_config_errors(tmp_path, data, match):
     with pytest.raises(UserError, match=match):
         TripletData(_data_config(_video(tmp_path), **data))
+
+
+def test_subpixel_triplet_moves_a_smooth_layer_by_its_fractional_velocity(rng):
+    """A band-limited background: frame t+2 must equal the middle frame moved by v
+    (checked by scipy's spline shift, an independent interpolator), with v on the 1/S
+    lattice and not whole pixels (equality within half a grey level also says that no
+    frame is sharper than the others)."""
+    from scipy.ndimage import shift
+
+    from vidcorr.layered import subpixel_layered_triplet
+
+    yy, xx = np.mgrid[0:60, 0:90].astype(np.float64)
+    image = 127.5 + 100 * np.sin(xx / 6.0 + 0.3) * np.cos(yy / 8.0)
+    image = np.repeat(image[..., None], 3, axis=2)
+    fractional = 0
+    for _ in range(6):
+        frames, flow = subpixel_layered_triplet(rng, image, None, 32, 48, 2.5, 4)
+        vy, vx = flow[0, 0]
+        assert np.all(flow == (vy, vx)) and abs(vy) <= 2.5 and abs(vx) <= 2.5
+        assert (4 * vy) == int(4 * vy) and (4 * vx) == int(4 * vx)
+        fractional += (vy % 1 != 0) or (vx % 1 != 0)
+        for k, frame in ((1, frames[2]), (-1, frames[0])):  # frame_k(p) = middle(p - k v)
+            moved = shift(frames[1][..., 0].astype(np.float64), (k * vy, k * vx), order=3)
+            np.testing.assert_allclose(moved[6:-6, 6:-6], frame[6:-6, 6:-6, 0], atol=0.5)
+    assert fractional >= 3  # most velocities are not whole pixels
+
+
+def test_data_config_supersample_feeds_subpixel_layers(tmp_path):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    rng = np.random.RandomState(0)
+    for i in range(12):
+        Image.fromarray(_noise(rng, 60, 80)).save(str(folder / ("%02d.png" % i)))
+    base = {"sources": [str(folder)], "crop_height": 32, "crop_width": 48,
+            "layered_fraction": 1.0, "max_motion": 1.5, "static_threshold": 0.0,
+            "val_split": "time", "val_fraction": 0.3, "val_triplets": 2}
+    config = config_from_dict({"data": dict(base, motion_supersample=4)})
+    inputs, targets = TripletData(config.data).batch(np.random.RandomState(1), 3)
+    assert inputs.shape == (3, 32, 48, 6) and targets.shape == (3, 32, 48, 3)
+    assert 0 <= inputs.min() and inputs.max() <= 1
+    # box-averaged frames are no longer on the 8-bit lattice of the source frames
+    assert np.any(np.abs(targets * 255 - np.round(targets * 255)) > 1e-3)
+    with pytest.raises(UserError, match="motion_supersample"):
+        config_from_dict({"data": dict(base, motion_supersample=0)})
+    with pytest.raises(UserError, match="layered_fraction"):
+        config_from_dict({"data": dict(base, max_motion=0.2, motion_supersample=2)})

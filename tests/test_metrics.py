@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from vidcorr.groundtruth import GroundTruth, from_disparity
-from vidcorr.metrics import dense_to_matches, endpoint_errors, match_metrics, ssim
+from vidcorr.metrics import coverage_accuracy, dense_to_matches, endpoint_errors, \
+    match_metrics, ssim
 
 
 def _truth():
@@ -28,6 +29,13 @@ def test_match_metrics_by_hand():
     assert m["mean_epe"] == pytest.approx(9.0 / 4) and m["median_epe"] == pytest.approx(2.0)
     assert m["matches"] == 4
     assert m["coverage"] == pytest.approx(4 / 3.0)  # 3 of the 4 grid points have valid gt
+    # The most confident quarter / half of the 4 scored matches (errors 0, 1, 3, 5); the
+    # confidences of unscored matches are dropped with them.
+    conf = np.array([0.1, 0.2, 0.9, 1.0, 1.0, 0.8])  # scored: 0.1, 0.2, 0.9, 0.8
+    m = match_metrics(p1, p3, truth, grid_points=[[0, 0]], confidence=conf)
+    assert m["acc@1/25%"] == 0.0 and m["acc@5/25%"] == 1.0  # top 1: error 3
+    assert m["acc@1/50%"] == 0.0 and m["acc@5/50%"] == 1.0  # top 2: errors 3 and 5 (<= 5)
+
     assert match_metrics(p1, p3, truth)["coverage"] is None
 
 
@@ -78,3 +86,14 @@ def test_ssim_matches_scikit_image():
                                         gaussian_weights=True, sigma=1.5,
                                         use_sample_covariance=True)
     assert ssim(x, y) == pytest.approx(ref, abs=1e-6)
+
+
+def test_coverage_accuracy_ranks_by_confidence_or_at_random():
+    errors = np.arange(10, dtype=float)  # 0..9 px
+    best_first = coverage_accuracy(errors, -errors, fractions=(0.3, 1.0), thresholds=(2,))
+    assert best_first == {"acc@2/30%": 1.0, "acc@2/100%": 0.3}
+    worst_first = coverage_accuracy(errors, errors, fractions=(0.3,), thresholds=(2,))
+    assert worst_first == {"acc@2/30%": 0.0}
+    big = np.r_[np.zeros(500), np.full(500, 9.0)]
+    random = coverage_accuracy(big, None, fractions=(0.5,), thresholds=(1,))["acc@1/50%"]
+    assert 0.4 < random < 0.6  # a random half holds about half of the good matches

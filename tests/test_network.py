@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from vidcorr.compat import tf
-from vidcorr.network import NetworkSpec, channel_plan, forward_flops, mind, pad_to_multiple
+from vidcorr.network import NetworkSpec, forward_flops, mind, pad_to_multiple
+from vidcorr.spec import channel_plan
 
 BN = ["gamma", "beta", "moving_mean", "moving_variance"]
 
@@ -106,7 +107,7 @@ def test_residual_average_adds_the_frame_average(sess, rng):
     frames = rng.rand(2, 40, 72, 6).astype(np.float32)
     spec = NetworkSpec(width=0.125, residual="average")
     out = mind(tf.constant(frames), False, spec=spec)
-    plain = mind(tf.constant(frames), False, spec=spec._replace(residual="none"), name="plain")
+    plain = mind(tf.constant(frames), False, spec=spec.replace(residual="none"), name="plain")
     sess.run(tf.global_variables_initializer())
     names = lambda scope: sorted(v.op.name.split("/", 1)[1]  # noqa: E731
                                  for v in tf.global_variables(scope))
@@ -118,4 +119,4 @@ def test_residual_average_adds_the_frame_average(sess, rng):
     np.testing.assert_allclose(got, 0.5 * (frames[..., :3] + frames[..., 3:]), atol=1e-6)
     np.testing.assert_allclose(grey, 0.5, atol=1e-7)
     with pytest.raises(ValueError, match="residual"):
-        mind(tf.constant(frames), False, spec=spec._replace(residual="sum"), name="bad")
+        mind(tf.constant(frames), False, spec=spec.replace(residual="sum"), name="bad")

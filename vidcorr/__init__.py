@@ -1,19 +1,43 @@
 """vidcorr: learning image matching by watching video (TensorFlow 1.x graph mode).
 
-Importing the package imports TensorFlow (through :mod:`vidcorr.compat`, the one
-import point) with v2 behaviour disabled.
+The public names below are imported on first use, so that TF-free parts
+(:mod:`vidcorr.config`, :mod:`vidcorr.spec`, :mod:`vidcorr.pyramid`) load
+without TensorFlow; ``vidcorr.tf`` (or anything that builds a graph) imports it
+through :mod:`vidcorr.compat`, the one import point, with v2 behaviour disabled.
 """
 
-from vidcorr.compat import tf
-from vidcorr.batchnorm import batch_norm
-from vidcorr.quantize import fake_quant, quantize_transform
-from vidcorr import layers
-from vidcorr.network import NetworkSpec, mind
-from vidcorr.config import load_config
-from vidcorr.training import Trainer, train
-from vidcorr.matching import Matcher, Matches
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = ["tf", "batch_norm", "fake_quant", "quantize_transform", "layers", "NetworkSpec", "mind",
-           "load_config", "Trainer", "train", "Matcher", "Matches", "__version__"]
+_PUBLIC = {
+    "tf": "vidcorr.compat",
+    "batch_norm": "vidcorr.batchnorm",
+    "fake_quant": "vidcorr.quantize",
+    "quantize_transform": "vidcorr.quantize",
+    "layers": None,
+    "NetworkSpec": "vidcorr.spec",
+    "layer_plan": "vidcorr.spec",
+    "mind": "vidcorr.network",
+    "load_config": "vidcorr.config",
+    "Trainer": "vidcorr.training",
+    "train": "vidcorr.training",
+    "Matcher": "vidcorr.matching",
+    "Matches": "vidcorr.matching",
+}
+
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+
+def __getattr__(name):
+    if name not in _PUBLIC:
+        raise AttributeError("module 'vidcorr' has no attribute %r" % (name,))
+    module = _PUBLIC[name]
+    value = importlib.import_module("vidcorr." + name) if module is None else getattr(
+        importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -13,39 +13,24 @@ import os
 from typing import Tuple
 
 from vidcorr.errors import UserError
-from vidcorr.network import RESIDUALS, check_kernel_head
+from vidcorr.spec import LOSSES, NUM_BITS_RANGE, NetworkSpec
 
 __all__ = ["ModelConfig", "DataConfig", "TrainConfig", "Config", "load_config",
            "config_from_dict"]
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelConfig:
-    """The network: width multiplier, activation, batch norm, quantisation."""
-    width: float = 1.0
-    activation: str = "relu"
-    leaky_alpha: float = 0.2
-    output_kernel: int = 3
-    bn_decay: float = 0.99
-    skips: Tuple[int, ...] = (4, 3, 2)
+class ModelConfig(NetworkSpec):
+    """The network (:class:`vidcorr.spec.NetworkSpec`, the one record of its
+    hyper-parameters and checks) and its quantisation switch."""
     quantize: bool = False
     num_bits: int = 8
-    residual: str = "none"
-    kernel_size: int = 0
 
     def validate(self):
-        _check(self.width > 0, "model.width", "must be positive")
-        _check(self.activation in ("relu", "leaky_relu"), "model.activation",
-               "must be 'relu' or 'leaky_relu'")
-        _check(self.output_kernel in (1, 3), "model.output_kernel", "must be 1 or 3")
-        _check(0 <= self.bn_decay < 1, "model.bn_decay", "must be in [0, 1)")
-        _check(2 <= self.num_bits <= 16, "model.num_bits", "must be from 2 to 16")
-        _check(self.residual in RESIDUALS, "model.residual",
-               "must be one of %s" % ", ".join(repr(r) for r in RESIDUALS))
-        problem = check_kernel_head(self.kernel_size, self.output_kernel, self.residual)
-        _check(problem is None, "model.kernel_size", problem)
-        _check(len(set(self.skips)) == len(self.skips) and all(0 <= k <= 4 for k in self.skips),
-               "model.skips", "must be distinct encoder levels from 0 to 4")
+        for key, message in self.problems():
+            raise _KeyError("model." + key, message)
+        _check(NUM_BITS_RANGE[0] <= self.num_bits <= NUM_BITS_RANGE[1], "model.num_bits",
+               "must be from %d to %d" % NUM_BITS_RANGE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +49,7 @@ class DataConfig:
     cut_threshold: float = 0.25
     max_motion: float = 2.0
     layered_fraction: float = 0.0
+    motion_supersample: int = 1
     velocity: Tuple[float, ...] = ()
     val_split: str = "time"
     val_fraction: float = 0.1
@@ -81,9 +67,12 @@ class DataConfig:
                "must be >= 0 and below data.cut_threshold")
         _check(self.max_motion >= 0, "data.max_motion", "must be >= 0")
         _check(0 <= self.layered_fraction <= 1, "data.layered_fraction", "must be in [0, 1]")
-        _check(self.layered_fraction == 0 or (self.max_motion >= 1 and not self.synthetic),
-               "data.layered_fraction", "needs real sources and data.max_motion >= 1 (layers "
-               "move by whole pixels)")
+        _check(1 <= self.motion_supersample <= 8, "data.motion_supersample",
+               "must be from 1 (whole-pixel layer motion) to 8")
+        _check(self.layered_fraction == 0 or (self.max_motion * self.motion_supersample >= 1
+                                              and not self.synthetic),
+               "data.layered_fraction", "needs real sources and data.max_motion of at least "
+               "1 / data.motion_supersample (the motion lattice)")
         _check(len(self.velocity) in (0, 2), "data.velocity",
                "must be [] (random motion) or [vy, vx] in pixels per frame")
         _check(self.val_split in ("time", "video"), "data.val_split", "must be 'time' or 'video'")
@@ -120,8 +109,8 @@ class TrainConfig:
         _check(self.lr_decay_steps >= 1, "train.lr_decay_steps", "must be at least 1")
         _check(0 < self.lr_decay_rate <= 1, "train.lr_decay_rate", "must be in (0, 1]")
         _check(0 <= self.min_lr_ratio <= 1, "train.min_lr_ratio", "must be in [0, 1]")
-        _check(self.loss in ("l1", "l2", "charbonnier"), "train.loss",
-               "must be 'l1', 'l2' or 'charbonnier'")
+        _check(self.loss in LOSSES, "train.loss",
+               "must be one of %s" % ", ".join(repr(n) for n in LOSSES))
         for key in ("checkpoint_every", "keep_checkpoints", "summary_every", "validate_every"):
             _check(getattr(self, key) >= 1, "train." + key, "must be at least 1")
         _check(self.threads >= 0, "train.threads", "must be >= 0 (0: TensorFlow decides)")

@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from vidcorr.errors import UserError
 from vidcorr.flowio import write_flo, write_kitti_flow
-from vidcorr.matching import Matcher, to_rgb_float
+from vidcorr.matching import DEFAULT_LEVELS, Matcher, to_rgb_float
 from vidcorr.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
 from vidcorr.visualize import match_picture
 
@@ -120,8 +120,11 @@ def write_outputs(matches, frame_t, frame_t2, out_dir, name):
 
 
 def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
-                     consistency=False, memory_mb=1024, progress=True):
+                     consistency=False, memory_mb=1024, progress=True, levels=DEFAULT_LEVELS):
     """Matches every ``(name, frame_t, frame_t2)`` and writes its files.
+
+    ``levels`` is the pyramid depth of the coarse-to-fine read-out (see
+    :class:`vidcorr.matching.Matcher`).
 
     Returns:
       ``[(name, number of valid matches, seconds)]``.
@@ -129,7 +132,7 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
     Raises:
       UserError: for a bad checkpoint, unreadable or mismatched images.
     """
-    matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size)
+    matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size, levels=levels)
     os.makedirs(out_dir, exist_ok=True)
     done = []
     try:

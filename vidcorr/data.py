@@ -12,8 +12,8 @@ step it starts from (so a resumed run draws a reproducible stream).
 
 With ``data.layered_fraction`` > 0, that fraction of the training triplets
 is made instead from two random training frames as translating layers with
-known integer motion up to ``data.max_motion`` pixels per frame step (see
-:mod:`vidcorr.layered`): real texture, but motion large enough that the
+known motion up to ``data.max_motion`` pixels per frame step, on a lattice
+of ``1 / data.motion_supersample`` pixels (see :mod:`vidcorr.layered`): real texture, but motion large enough that the
 network has to learn to move content. Validation triplets are always real.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.layered import layered_triplet, window_size
+from vidcorr.layered import layered_triplet, subpixel_layered_triplet, window_size
 from vidcorr.synthetic import synthetic_batch
 from vidcorr.video import load_frames
 
@@ -96,6 +96,8 @@ class TripletData(object):
     def _check_layer_size(self):
         c = self.config
         wh, ww = window_size(c.crop_height, c.crop_width, c.max_motion)
+        if c.motion_supersample > 1:  # the bicubic upsampling's extra pixel per side
+            wh, ww = wh + 2, ww + 2
         for source, frames in zip(c.sources, self.videos):
             if frames.shape[1] < wh or frames.shape[2] < ww:
                 raise UserError("%s: frames are %dx%d, smaller than the %dx%d that layered "
@@ -118,8 +120,13 @@ class TripletData(object):
         if rng.rand() < FOREGROUND_PROBABILITY:
             j, u = self._random_frame(rng, ranges)
             foreground = self.videos[j][u + c.gap]
-        frames, _ = layered_triplet(rng, background, foreground, self.crop[0], self.crop[1],
-                                    c.max_motion)  # [3, h, w, 3] uint8
+        if c.motion_supersample > 1:
+            frames, _ = subpixel_layered_triplet(rng, background, foreground, self.crop[0],
+                                                 self.crop[1], c.max_motion,
+                                                 c.motion_supersample)  # [3, h, w, 3] 0-255
+        else:
+            frames, _ = layered_triplet(rng, background, foreground, self.crop[0], self.crop[1],
+                                        c.max_motion)  # [3, h, w, 3] uint8
         return frames.astype(np.float32) / 255.0
 
     def _sample(self, rng, ranges, augment):

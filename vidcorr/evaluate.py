@@ -24,18 +24,21 @@ from vidcorr.errors import UserError
 from vidcorr.gradients import grid_points
 from vidcorr.groundtruth import EVAL_WIDTH, builtin_pair, load_pair
 from vidcorr.losses import psnr_numpy
-from vidcorr.metrics import THRESHOLDS, dense_to_matches, match_metrics, ssim
+from vidcorr.metrics import COVERAGE_FRACTIONS, COVERAGE_THRESHOLDS, THRESHOLDS, \
+    dense_to_matches, match_metrics, ssim
 
 __all__ = ["evaluate_matching", "interpolation_quality", "markdown_table", "write_report",
            "run_evaluation"]
 
-MATCH_COLUMNS = ["acc@%g" % t for t in THRESHOLDS] + ["median_epe", "matches", "seconds"]
+MATCH_COLUMNS = (["acc@%g" % t for t in THRESHOLDS] +
+                 ["acc@%g/%d%%" % (t, round(100 * f)) for f in COVERAGE_FRACTIONS
+                  for t in COVERAGE_THRESHOLDS] + ["median_epe", "matches", "seconds"])
 
 
 def _vidcorr_matches(matcher, pair, stride, progress=False):
     matches = matcher.match(pair.image1, pair.image2, stride=stride, progress=progress)
     keep = matches.valid
-    return matches.p1[keep], matches.p3[keep]
+    return matches.p1[keep], matches.p3[keep], matches.confidence[keep]
 
 
 def evaluate_matching(pairs, models, methods=peers.PEERS, stride=4, width=EVAL_WIDTH, log=print,
@@ -73,8 +76,9 @@ def evaluate_matching(pairs, models, methods=peers.PEERS, stride=4, width=EVAL_W
         grid = grid_points(h, w, stride)
         for label, matcher in models.items():
             start = time.time()
-            p1, p3 = _vidcorr_matches(matcher, pair, stride, progress)
-            rows.append(_row(pair, label, match_metrics(p1, p3, pair.truth, grid), start))
+            p1, p3, conf = _vidcorr_matches(matcher, pair, stride, progress)
+            rows.append(_row(pair, label, match_metrics(p1, p3, pair.truth, grid,
+                                                        confidence=conf), start))
             log("%s / %s: acc@5 %.3f in %.1f s" % (pair.name, label, rows[-1]["acc@5"],
                                                     rows[-1]["seconds"]))
         for name in runnable:
@@ -147,7 +151,7 @@ def markdown_table(rows, interpolation=None, skipped=None):
              "|" + "---|" * (len(MATCH_COLUMNS) + 3)]
     for r in rows:
         cells = [r["pair"], r["size"], r["method"]] + [
-            _fmt(r[c], 1 if c in ("seconds", "median_epe") else 3) for c in MATCH_COLUMNS]
+            _fmt(r.get(c), 1 if c in ("seconds", "median_epe") else 3) for c in MATCH_COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     if skipped:
         lines += [""] + ["Skipped %s: %s" % (k, v) for k, v in sorted(skipped.items())]
@@ -207,8 +211,12 @@ def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, 
     return text
 
 
-def _models(checkpoints, untrained, log):
-    """``{label: Matcher}`` and the first trained checkpoint prefix (or None)."""
+def _models(checkpoints, untrained, log, levels=(None,)):
+    """``{label: Matcher}`` and the first trained checkpoint prefix (or None).
+
+    With several ``levels`` each model is scored once per pyramid depth (the
+    label ends in ``L<levels>``); None is the Matcher's default.
+    """
     import tempfile
     from vidcorr.inference import save_initial_model
     from vidcorr.matching import DEFAULT_MODEL, Matcher
@@ -222,14 +230,17 @@ def _models(checkpoints, untrained, log):
         label, sep, path = item.partition("=")
         if not sep:
             label, path = os.path.basename(os.path.normpath(item)) or item, item
-        matcher = Matcher(path)
-        models["vidcorr " + label] = matcher
-        first = first or matcher.checkpoint
+        for n in levels:
+            matcher = Matcher(path) if n is None else Matcher(path, levels=n)
+            models["vidcorr " + label + (" L%d" % n if len(levels) > 1 else "")] = matcher
+            first = first or matcher.checkpoint
     for width in untrained:
         folder = tempfile.mkdtemp(prefix="vidcorr-untrained-")
         prefix = save_initial_model(os.path.join(folder, "model.ckpt-0"),
                                     NetworkSpec(width=width, skips=(4, 3, 2, 1, 0)))
-        models["vidcorr untrained w%g" % width] = Matcher(prefix)
+        for n in levels:
+            models["vidcorr untrained w%g" % width + (" L%d" % n if len(levels) > 1 else "")] = (
+                Matcher(prefix) if n is None else Matcher(prefix, levels=n))
         log("untrained network of width %g in %s" % (width, folder))
     return models, first
 
@@ -237,7 +248,7 @@ def _models(checkpoints, untrained, log):
 def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"), gt_pairs=(),
                    gt_kind=None, gt_scale=None, methods=peers.PEERS, stride=4, width=EVAL_WIDTH,
                    data_config=None, interpolation=True, out="evaluation/eval", log=print,
-                   progress=True):
+                   progress=True, levels=(None,)):
     """The whole evaluation behind ``scripts/evaluate.py``; returns the markdown text.
 
     Args:
@@ -257,6 +268,8 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
       out: output prefix for ``.md``, ``.json`` and ``.png``.
       log: print-like.
       progress: show a progress bar while vidcorr matches.
+      levels: pyramid depths to score each model at (None: the Matcher's
+        default); several give one row per depth.
 
     Raises:
       UserError: for bad pairs, checkpoints, methods or configs.
@@ -270,7 +283,7 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
     pairs += [load_pair(a, b, gt, gt_kind, gt_scale) for a, b, gt in gt_pairs]
     if not pairs:
         raise UserError("nothing to evaluate: give --pairs or --gt-pair")
-    models, first = _models(list(checkpoints), list(untrained), log)
+    models, first = _models(list(checkpoints), list(untrained), log, tuple(levels))
     rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log, progress)
     interp = None
     if interpolation:
@@ -282,8 +295,11 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
         else:
             inputs, targets = TripletData(config.data, log=log).validation_set()
             trained = {k: m for k, m in models.items() if "untrained" not in k}
+            if len(levels) > 1:  # one predictor per model: the middle frame has no levels
+                suffix = " L%d" % levels[0]
+                trained = {k[:-len(suffix)]: m for k, m in trained.items() if k.endswith(suffix)}
             interp = interpolation_quality(trained, inputs, targets, log)
-    meta = {"stride": stride, "width": width,
+    meta = {"stride": stride, "width": width, "levels": list(levels),
             "models": {k: m.checkpoint for k, m in models.items()}}
     for matcher in models.values():
         matcher.close()

@@ -42,7 +42,8 @@ from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.inference import load_folded_weights
 from vidcorr.kernels import direct_sensitivity, logit_cotangent, tap_sums
-from vidcorr.network import MULTIPLE, channel_plan, mind, padding_for
+from vidcorr.network import mind, padding_for
+from vidcorr.spec import MODEL_SCOPE, layer_plan, padded_size
 
 __all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "grid_points", "chunk_for_budget",
            "activation_bytes_per_pixel", "fixed_bytes"]
@@ -74,17 +75,16 @@ MAX_CHUNK = 64
 
 
 def _layer_floats(spec, height, width):
-    """Float counts of every activation of the network at the padded size."""
-    enc, dec = channel_plan(spec.width)
-    h, w = height + (-height % MULTIPLE), width + (-width % MULTIPLE)
-    sizes = [h * w * 6 * (3 if spec.kernel_size else 1)]  # input (kernel head: + direct term)
-    for c in enc:
-        sizes += [h * w * c] * 3 + [(h // 2) * (w // 2) * c]
-        h, w = h // 2, w // 2
-    skip_channels = {5 - k: enc[max(k, 1) - 1] for k in spec.skips}  # decoder block -> skip
-    for b, c in enumerate(dec, 1):
-        h, w = h * 2, w * 2
-        sizes += [h * w * (c + skip_channels.get(b, 0))] + [h * w * c] * 2
+    """Float counts of the network's activations at the padded size (from the layer plan):
+    the input (with the kernel head's direct term), each layer's output and each skip's
+    concatenation."""
+    plan = layer_plan(spec, height, width)
+    h, w = padded_size(height, width)
+    sizes = [h * w * 6 * (3 if spec.kernel_size else 1)]
+    for layer in plan[:-1]:
+        sizes.append(layer.height * layer.width * layer.cout)
+        if layer.skip is not None:
+            sizes.append(layer.height * layer.width * layer.cin)
     return sizes
 
 
@@ -290,7 +290,7 @@ class SensitivityGraph(object):
         _, hp, wp, _ = frames.shape.as_list()
         weights = tf.reshape(tf.nn.softmax(endpoints["logits"], axis=-1), [hp * wp, taps])
         sums = tf.reshape(tap_sums(frames, k), [hp * wp, taps])  # [H'W', 2K^2]
-        with tf.variable_scope("mind/output", reuse=True):
+        with tf.variable_scope(MODEL_SCOPE + "/output", reuse=True):
             out_w = tf.reshape(tf.get_variable("weights"), [-1, taps])  # [C, 2K^2]
 
         def head(padded_indices):

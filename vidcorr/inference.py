@@ -25,14 +25,28 @@ from vidcorr import checkpoints
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.config import config_from_dict
-from vidcorr.network import BN_EPSILON, NetworkSpec, channel_plan, mind, network_spec
+from vidcorr.network import BN_EPSILON, mind
+from vidcorr.spec import CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
            "fake_quant_numpy", "quantize_values", "run_config", "find_model",
            "save_initial_model", "load_folded_weights", "Predictor"]
 
-MODEL_SCOPE = "mind"
-_CHANNEL_AXIS = {"up": 2}  # transposed convolutions keep output channels on axis 2
+
+def _channel_axes():
+    """``{layer name: axis of its weights that indexes output channels}`` from the plan."""
+    every_skip = NetworkSpec(skips=(4, 3, 2, 1, 0))  # layer names do not depend on the spec
+    return {layer.name: CHANNEL_AXIS[layer.kind] for layer in layer_plan(every_skip)
+            if layer.kind != "pool"}
+
+
+_CHANNEL_AXES = _channel_axes()
+
+
+def _channel_axis(name):
+    """The output-channel axis of the weights ``<scope>/<layer>/weights``."""
+    layer = name.rpartition("/")[0].partition("/")[2]
+    return _CHANNEL_AXES.get(layer, 3)
 
 
 def checkpoint_values(prefix, scope=MODEL_SCOPE):
@@ -71,7 +85,7 @@ def fold_batch_norm(values, epsilon=BN_EPSILON):
         bn = layer + "/bn/"
         if var == "weights" and bn + "gamma" in values:
             scale = values[bn + "gamma"] / np.sqrt(values[bn + "moving_variance"] + epsilon)
-            axis = _CHANNEL_AXIS.get(layer.rpartition("/")[2], 3)
+            axis = _channel_axis(name)
             shape = [1] * value.ndim
             shape[axis] = -1
             folded[name] = (value * scale.reshape(shape)).astype(np.float32)
@@ -117,8 +131,7 @@ def quantize_values(values, num_bits=8):
     for name, value in values.items():
         layer, _, var = name.rpartition("/")
         if var == "weights":
-            axis = _CHANNEL_AXIS.get(layer.rpartition("/")[2], 3)
-            out[name] = fake_quant_numpy(value, num_bits, channel_axis=axis)
+            out[name] = fake_quant_numpy(value, num_bits, channel_axis=_channel_axis(name))
         elif var in ("gamma", "beta", "moving_mean", "moving_variance"):
             out[name] = fake_quant_numpy(value, num_bits)
         else:
@@ -150,24 +163,25 @@ def spec_from_checkpoint(prefix, values=None):
     """
     config = run_config(prefix)
     if config is not None:
-        return network_spec(config.model)
+        return config.model.network_spec()
     values = values if values is not None else checkpoint_values(prefix)
     try:
-        first = values[MODEL_SCOPE + "/enc1/conv1/weights"].shape[3]
-        out_kernel, _, _, out_channels = values[MODEL_SCOPE + "/output/weights"].shape
+        shapes = {name[len(MODEL_SCOPE) + 1:].rpartition("/")[0]: value.shape
+                  for name, value in values.items() if name.endswith("/weights")}
+        width = shapes["enc1/conv1"][3] / 96.0
+        out_kernel, _, _, out_channels = shapes["output"]
     except KeyError:
         raise UserError("checkpoint %s is not a MIND network" % prefix)
     kernel_size = 0 if out_channels == 3 else int(round(np.sqrt(out_channels / 2.0)))
-    width = first / 96.0
-    enc, dec = channel_plan(width)
-    skips = []
-    for level in range(5):
-        block = 5 - level
-        cin = values[MODEL_SCOPE + "/dec%d/conv1/weights" % block].shape[2]
-        if cin == dec[block - 1] + (enc[0] if level == 0 else enc[level - 1]):
-            skips.append(level)
-    return NetworkSpec(width=width, output_kernel=out_kernel, skips=tuple(sorted(skips)[::-1]),
+    # A skip widens its decoder convolution's input: compare each with the plan.
+    every_skip = NetworkSpec(width=width, skips=(4, 3, 2, 1, 0))
+    skips = tuple(layer.skip for layer in layer_plan(every_skip) if layer.skip is not None
+                  and shapes.get(layer.name, (0, 0, 0))[2] == layer.cin)
+    spec = NetworkSpec(width=width, output_kernel=out_kernel, skips=skips,
                        kernel_size=kernel_size)
+    if layer_plan(spec)[-1].cin != shapes["output"][2]:
+        raise UserError("checkpoint %s is not a MIND network" % prefix)
+    return spec
 
 
 def find_model(path):

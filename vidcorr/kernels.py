@@ -23,12 +23,12 @@ Channel order of the logits: frame (t, then t+2), then dy, then dx.
 import numpy as np
 
 from vidcorr.compat import tf
+from vidcorr.spec import MAX_KERNEL_SIZE
 
 __all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "tap_offsets", "logit_bias", "apply_kernels",
            "tap_sums", "logit_cotangent", "direct_sensitivity"]
 
 CENTRE_LOGIT = 1.0  # initial logit of the two centre taps: a mild prior towards no motion
-MAX_KERNEL_SIZE = 15
 
 
 def tap_offsets(kernel_size):

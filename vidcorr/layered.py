@@ -16,11 +16,20 @@ frame t+2, with v the velocity of the layer p belongs to. Velocities are
 integer pixel steps (exact copies, no interpolation blur that would tell the
 frames apart), uniform in ``[-max_motion, max_motion]`` per axis. Mixed into
 training by ``data.layered_fraction``; validation stays on real triplets.
+
+Whole-pixel motion teaches a prior of whole-pixel displacements (the peaks of
+a model trained on it snap to integers). With ``supersample`` S > 1 the layers
+are upsampled S times (bicubic), moved by whole *fine* pixels, and each frame
+is box-averaged back down: velocities on a 1/S-pixel lattice, and all three
+frames go through the same filter, so no frame is sharper than the others
+(a fractional shift of frames t and t+2 alone would blur only them).
 """
 
 import numpy as np
 
-__all__ = ["layered_triplet", "window_size", "ellipse_mask"]
+from vidcorr.video import resize_float
+
+__all__ = ["layered_triplet", "window_size", "ellipse_mask", "subpixel_layered_triplet"]
 
 
 def window_size(height, width, max_motion):
@@ -94,3 +103,51 @@ def layered_triplet(rng, background, foreground, height, width, max_motion):
         if k == 0:
             flow_mid[inside] = v_fg
     return frames, flow_mid
+
+
+def subpixel_layered_triplet(rng, background, foreground, height, width, max_motion,
+                             supersample):
+    """A layered triplet with velocities on a ``1 / supersample`` pixel lattice.
+
+    The layers' random windows are upsampled ``supersample`` times, moved as
+    in :func:`layered_triplet` by up to ``max_motion * supersample`` fine
+    pixels, and every frame is box-downsampled back.
+
+    Args:
+      rng: a ``numpy.random.RandomState``.
+      background: ``[Hb, Wb, 3]`` real frame (uint8 or float in 0-255), at
+        least :func:`window_size` ``+ 1`` on each side.
+      foreground: another such frame, or None.
+      height: crop height.
+      width: crop width.
+      max_motion: bound of each velocity component, pixels per frame step
+        (rounded down to the lattice).
+      supersample: S >= 1.
+
+    Returns:
+      ``(frames, flow_mid)``: ``[3, height, width, 3]`` float32 in 0-255 and
+      ``[height, width, 2]`` float ``(vy, vx)`` of the middle frame, multiples of
+      ``1 / S`` (a pixel on a layer border takes the velocity of its centre).
+
+    Raises:
+      ValueError: if a frame is smaller than the window.
+    """
+    s = int(supersample)
+    wh, ww = window_size(height, width, max_motion)
+    wh, ww = wh + 2, ww + 2  # one pixel more per side: the bicubic filter's support
+    windows = []
+    for layer in [background] + ([foreground] if foreground is not None else []):
+        if layer.shape[0] < wh or layer.shape[1] < ww:
+            raise ValueError("a layer frame must be at least %dx%d for a %dx%d crop at "
+                             "max_motion %g, got %dx%d" % (ww, wh, width, height, max_motion,
+                                                          layer.shape[1], layer.shape[0]))
+        y = rng.randint(layer.shape[0] - wh + 1)
+        x = rng.randint(layer.shape[1] - ww + 1)
+        window = np.asarray(layer[y:y + wh, x:x + ww], np.float32) / 255.0  # [wh, ww, 3]
+        windows.append(resize_float(window, wh * s, ww * s) * 255.0)  # [wh S, ww S, 3]
+    fine, flow = layered_triplet(rng, windows[0], windows[1] if len(windows) > 1 else None,
+                                 height * s, width * s,
+                                 np.floor(max_motion * s + 1e-9))  # [3, hS, wS, 3]
+    frames = fine.reshape(3, height, s, width, s, 3).mean(axis=(2, 4))  # [3, h, w, 3]
+    flow_mid = flow[s // 2::s, s // 2::s] / float(s)  # [h, w, 2]
+    return frames.astype(np.float32), flow_mid

@@ -3,10 +3,10 @@
 import numpy as np
 
 from vidcorr.compat import tf
+from vidcorr.spec import LOSSES
 
 __all__ = ["LOSSES", "reconstruction_loss", "reconstruction_loss_numpy", "psnr", "psnr_numpy"]
 
-LOSSES = ("l1", "l2", "charbonnier")
 CHARBONNIER_EPS = 1e-3
 
 

@@ -9,6 +9,13 @@ precision by a quadratic fit on the 3x3 neighbourhood, with a confidence
 ``1 - second / peak`` (the best value outside a radius against the peak; the
 lower of the two frames). An optional consistency check runs the pair in
 swapped order and keeps matches that agree within a tolerance.
+
+With ``levels`` N > 1 the read-out is coarse to fine (:mod:`vidcorr.pyramid`):
+the coarsest of N half-size levels is read out on the grid, its matches become
+dense displacement fields, and each finer level reads out the residual between
+frames warped toward the middle frame by them, so motion beyond the network's
+reach (``K // 2`` pixels per frame step) is found. Every level uses the same
+stride in its own pixels and its own cached sensitivity graph.
 """
 
 import os
@@ -18,11 +25,14 @@ import numpy as np
 from vidcorr.errors import UserError
 from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
 from vidcorr.inference import Predictor, find_model, fold_batch_norm
+from vidcorr.pyramid import build_pyramid, densify, levels_that_fit, sample_field, \
+    upsample_field, warp
 from vidcorr.video import read_image, resize_float
 
-__all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "MIN_SIZE"]
+__all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "MIN_SIZE", "DEFAULT_LEVELS"]
 
 MIN_SIZE = 32
+DEFAULT_LEVELS = 3
 DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "default")
 
 
@@ -152,13 +162,20 @@ class Matcher(object):
       threads: intra-op threads.
       max_pixels_per_run: at most this many pixels per ``sess.run`` (default:
         the whole grid in one).
+      levels: pyramid levels of the coarse-to-fine read-out (1: a single
+        read-out at full size; fewer are used when the coarsest level would
+        be smaller than 32 pixels).
 
     Raises:
-      UserError: for a missing or incompatible checkpoint.
+      UserError: for a missing or incompatible checkpoint, or bad ``levels``.
     """
 
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
-                 max_size=None, device=None, threads=None, max_pixels_per_run=None):
+                 max_size=None, device=None, threads=None, max_pixels_per_run=None,
+                 levels=DEFAULT_LEVELS):
+        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+            raise UserError("levels must be an integer >= 1, got %r" % (levels,))
+        self.levels = levels
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
                 raise UserError("no checkpoint given and no default model is installed; pass a "
@@ -221,23 +238,49 @@ class Matcher(object):
         a, b, (h, w) = self._prepare(frame_t, frame_t2)
         nh, nw = a.shape[:2]
         points = grid_points(nh, nw, stride, offset)
-        graph = self.graph_for(nh, nw)
-        graph.set_images(a, b)
-        res = graph.run(points, progress=progress)
-        pos = refine_peaks(res["peak_xy"], res["patch"], nw, nh)  # [N, 2 frames, (x, y)]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            conf = np.where(res["peak"] > 0, 1.0 - res["second"] / res["peak"], 0.0).min(axis=1)
+        levels = levels_that_fit(nh, nw, self.levels, MIN_SIZE)
+        pos, peak, conf = self._read_out(a, b, points, stride, levels, progress, "pixels")
         valid = np.ones(len(points), bool)
         if consistency:
-            graph.set_images(b, a)
-            back = graph.run(points, progress=progress, desc="swapped")
-            back_pos = refine_peaks(back["peak_xy"], back["patch"], nw, nh)[:, ::-1]
-            valid = np.all(np.abs(back_pos - pos) <= tolerance, axis=(1, 2))
+            back, _, _ = self._read_out(b, a, points, stride, levels, progress, "swapped")
+            valid = np.all(np.abs(back[:, ::-1] - pos) <= tolerance, axis=(1, 2))
         sx, sy = w / float(nw), h / float(nh)
         to_orig = lambda xy: np.stack([(xy[..., 0] + 0.5) * sx - 0.5,  # noqa: E731
                                        (xy[..., 1] + 0.5) * sy - 0.5], axis=-1)
         return Matches(np.rint(to_orig(points)).astype(int), to_orig(pos[:, 0]),
-                       to_orig(pos[:, 1]), res["peak"], conf, valid, (h, w))
+                       to_orig(pos[:, 1]), peak, conf, valid, (h, w))
+
+    def _read_out(self, a, b, points, stride, levels, progress, desc):
+        """Coarse-to-fine peaks of ``points`` on the pair ``(a, b)``.
+
+        Returns:
+          ``(pos [N, 2 frames, (x, y)], peak [N, 2], confidence [N])`` at the
+          finest level.
+        """
+        pyr_a, pyr_b = build_pyramid(a, levels), build_pyramid(b, levels)
+        fields = None  # (d1, d3): where frames t and t+2 show a middle-frame pixel
+        for level in range(levels - 1, -1, -1):
+            img_a, img_b = pyr_a[level], pyr_b[level]
+            lh, lw = img_a.shape[:2]
+            grid = points if level == 0 else grid_points(lh, lw, stride)
+            if fields is not None:
+                fields = [upsample_field(f, lh, lw) for f in fields]
+                img_a, img_b = warp(img_a, fields[0]), warp(img_b, fields[1])
+            graph = self.graph_for(lh, lw)
+            graph.set_images(img_a, img_b)
+            name = desc if levels == 1 else "%s (level %d)" % (desc, level)
+            res = graph.run(grid, progress=progress, desc=name)
+            pos = refine_peaks(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
+            if fields is not None:  # a peak in a warped frame: map it back through the warp
+                pos = np.stack([pos[:, f] + sample_field(fields[f], pos[:, f])
+                                for f in (0, 1)], axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                conf = np.where(res["peak"] > 0, 1.0 - res["second"] / res["peak"],
+                                0.0).min(axis=1)
+            if level > 0:
+                fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, stride)
+                          for f in (0, 1)]
+        return pos, res["peak"], conf
 
     def predictor_for(self, height, width):
         """The cached forward-only :class:`vidcorr.inference.Predictor` for an image size."""

@@ -8,15 +8,22 @@ match is ``|(p3 - p1) - gt(round(p1))|``. :func:`match_metrics` reports
   (T = 1, 2, 5, 10 by default),
 * ``mean_epe`` and ``median_epe`` in pixels,
 * ``matches``: how many were scored, and ``coverage``: that count over the
-  grid points where the ground truth is valid (for grid-based methods).
+  grid points where the ground truth is valid (for grid-based methods);
+* ``acc@T/F%``: accuracy of the most confident fraction F of the scored
+  matches (T in ``COVERAGE_THRESHOLDS``, F in ``COVERAGE_FRACTIONS``), so a
+  sparse matcher that knows where it is right is compared fairly with a dense
+  one. A method without a confidence is ranked at random (a fixed seed).
 """
 
 import numpy as np
 from scipy import ndimage
 
-__all__ = ["THRESHOLDS", "endpoint_errors", "match_metrics", "ssim", "dense_to_matches"]
+__all__ = ["THRESHOLDS", "COVERAGE_FRACTIONS", "COVERAGE_THRESHOLDS", "endpoint_errors",
+           "match_metrics", "coverage_accuracy", "ssim", "dense_to_matches"]
 
 THRESHOLDS = (1, 2, 5, 10)
+COVERAGE_FRACTIONS = (0.25, 0.5)
+COVERAGE_THRESHOLDS = (1, 5)
 
 
 def endpoint_errors(p1, p3, truth):
@@ -42,7 +49,33 @@ def endpoint_errors(p1, p3, truth):
     return errors, scored
 
 
-def match_metrics(p1, p3, truth, grid_points=None, thresholds=THRESHOLDS):
+def coverage_accuracy(errors, confidence, fractions=COVERAGE_FRACTIONS,
+                      thresholds=COVERAGE_THRESHOLDS, seed=0):
+    """Accuracy of the most confident share of matches: ``{"acc@T/F%": value}``.
+
+    Args:
+      errors: ``[M]`` endpoint errors.
+      confidence: ``[M]`` scores (higher: more confident), or None to rank
+        at random with ``seed``.
+      fractions: shares of the matches to keep, each in (0, 1]; the top
+        ``ceil(F * M)`` are kept (ties broken by order).
+      thresholds: accuracy thresholds in pixels.
+      seed: the random ranking's seed.
+    """
+    errors = np.asarray(errors, np.float64)
+    if confidence is None:
+        confidence = np.random.RandomState(seed).rand(len(errors))
+    order = np.argsort(-np.asarray(confidence, np.float64), kind="stable")
+    out = {}
+    for f in fractions:
+        top = errors[order[:int(np.ceil(f * len(errors)))]]
+        for t in thresholds:
+            out["acc@%g/%d%%" % (t, round(100 * f))] = (
+                float(np.mean(top <= t)) if len(top) else float("nan"))
+    return out
+
+
+def match_metrics(p1, p3, truth, grid_points=None, thresholds=THRESHOLDS, confidence=None):
     """Accuracy, endpoint error and counts of a set of matches.
 
     Args:
@@ -52,12 +85,15 @@ def match_metrics(p1, p3, truth, grid_points=None, thresholds=THRESHOLDS):
       grid_points: ``[G, 2]`` (x, y) of the grid the matches were sought on;
         gives ``coverage`` (``None`` for keypoint methods).
       thresholds: the accuracy thresholds in pixels.
+      confidence: ``[N]`` per-match confidence for the ``acc@T/F%`` columns
+        (None: random ranking); only grid-based methods get these columns.
 
     Returns:
       A dict: ``acc@T`` per threshold, ``mean_epe``, ``median_epe``,
-      ``matches`` and ``coverage`` (NaN / None where undefined).
+      ``matches`` and ``coverage`` (NaN / None where undefined), and with
+      ``grid_points`` the ``acc@T/F%`` columns.
     """
-    errors, _ = endpoint_errors(p1, p3, truth)
+    errors, scored = endpoint_errors(p1, p3, truth)
     out = {}
     for t in thresholds:
         out["acc@%g" % t] = float(np.mean(errors <= t)) if len(errors) else float("nan")
@@ -69,6 +105,8 @@ def match_metrics(p1, p3, truth, grid_points=None, thresholds=THRESHOLDS):
         g = np.asarray(grid_points).reshape(-1, 2).astype(np.int64)
         valid_grid = int(np.sum(truth.valid[g[:, 1], g[:, 0]]))
         out["coverage"] = float(len(errors)) / valid_grid if valid_grid else float("nan")
+        out.update(coverage_accuracy(
+            errors, None if confidence is None else np.asarray(confidence)[scored]))
     return out
 
 

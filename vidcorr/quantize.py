@@ -17,6 +17,7 @@ channel) and batch-norm parameters (one range per tensor) through
 """
 
 from vidcorr.compat import smart_cond, static_bool, tf
+from vidcorr.spec import NUM_BITS_RANGE
 
 __all__ = ["QUANTIZED_NAMES", "check_num_bits", "fake_quant", "quantize_transform"]
 
@@ -25,9 +26,11 @@ _MIN_RANGE = 1e-6
 
 
 def check_num_bits(num_bits):
-    """Raises ValueError unless ``num_bits`` is an integer in [2, 16]."""
-    if isinstance(num_bits, bool) or not isinstance(num_bits, int) or not 2 <= num_bits <= 16:
-        raise ValueError("num_bits must be an integer from 2 to 16, got %r" % (num_bits,))
+    """Raises ValueError unless ``num_bits`` is an integer in ``NUM_BITS_RANGE``."""
+    low, high = NUM_BITS_RANGE
+    if isinstance(num_bits, bool) or not isinstance(num_bits, int) or not low <= num_bits <= high:
+        raise ValueError("num_bits must be an integer from %d to %d, got %r"
+                         % (low, high, num_bits))
     return num_bits
 
 

@@ -33,13 +33,13 @@ from vidcorr.config import config_from_dict
 from vidcorr.data import TripletData
 from vidcorr.errors import UserError
 from vidcorr.losses import psnr, psnr_numpy, reconstruction_loss, reconstruction_loss_numpy
-from vidcorr.network import mind, network_spec
+from vidcorr.network import mind
+from vidcorr.spec import MODEL_SCOPE
 
 __all__ = ["Trainer", "TrainingDiverged", "learning_rate", "train"]
 
 CONFIG_FILE = "config.json"
 CHECKPOINT_NAME = "model.ckpt"
-MODEL_SCOPE = "mind"
 
 
 class TrainingDiverged(RuntimeError):
@@ -148,7 +148,7 @@ class Trainer(object):
         self.quantize = (tf.placeholder_with_default(True, [], "quantize")
                          if c.model.quantize else False)
         self.prediction = mind(self.inputs, self.is_training, self.quantize,
-                               network_spec(c.model), c.model.num_bits, name=MODEL_SCOPE)
+                               c.model.network_spec(), c.model.num_bits, name=MODEL_SCOPE)
         self.network_variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
         self.loss = reconstruction_loss(self.prediction, self.targets, c.train.loss)
         self.psnr = psnr(self.prediction, self.targets)

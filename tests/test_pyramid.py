@@ -1,0 +1,121 @@
+"""Coarse-to-fine pieces against numpy and closed forms, and the pyramid on a large motion."""
+
+import os
+
+import numpy as np
+import pytest
+
+from vidcorr.errors import UserError
+from vidcorr.gradients import grid_points
+from vidcorr.matching import Matcher
+from vidcorr.pyramid import build_pyramid, densify, levels_that_fit, sample_field, \
+    upsample_field, warp
+from vidcorr.video import read_image
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
+
+
+def test_warp_by_a_whole_pixel_field_is_a_shift(rng):
+    image = rng.rand(20, 30, 3).astype(np.float32)
+    field = np.zeros((20, 30, 2), np.float32)
+    field[..., 0], field[..., 1] = 3, -2  # out(y, x) = image(y - 2, x + 3)
+    out = warp(image, field)
+    np.testing.assert_allclose(out[2:, :-3], image[:-2, 3:], atol=1e-6)
+
+
+def test_warp_is_bilinear_between_pixels(rng):
+    image = rng.rand(12, 16, 2).astype(np.float32)
+    field = rng.uniform(-2, 2, (12, 16, 2)).astype(np.float32)
+    out = warp(image, field)
+    for y, x in [(5, 7), (3, 3), (8, 12)]:
+        sx, sy = x + field[y, x, 0], y + field[y, x, 1]
+        x0, y0 = int(np.floor(sx)), int(np.floor(sy))
+        fx, fy = sx - x0, sy - y0
+        ref = ((1 - fy) * (1 - fx) * image[y0, x0] + (1 - fy) * fx * image[y0, x0 + 1] +
+               fy * (1 - fx) * image[y0 + 1, x0] + fy * fx * image[y0 + 1, x0 + 1])
+        np.testing.assert_allclose(out[y, x], ref, atol=1e-5)
+
+
+def test_a_peak_maps_back_through_the_warp(rng):
+    """Content at q in the warped frame sits at q + field(q) in the original."""
+    image = rng.rand(24, 32, 1).astype(np.float32)
+    yy, xx = np.mgrid[0:24, 0:32]
+    field = np.stack([0.1 * xx + 1.0, -0.05 * yy + 2.0], axis=-1).astype(np.float32)  # linear
+    out = warp(image, field)
+    q = np.array([[4.0, 6.0], [10.0, 3.0], [20.0, 15.0]])  # (x, y), whole pixels
+    back = q + sample_field(field, q)  # where the original holds what the warp shows at q
+    for (qx, qy), (px, py) in zip(q.astype(int), back):
+        x0, y0 = int(np.floor(px)), int(np.floor(py))
+        fx, fy = px - x0, py - y0
+        ref = ((1 - fy) * (1 - fx) * image[y0, x0] + (1 - fy) * fx * image[y0, x0 + 1] +
+               fy * (1 - fx) * image[y0 + 1, x0] + fy * fx * image[y0 + 1, x0 + 1])
+        np.testing.assert_allclose(out[qy, qx], ref, atol=1e-5)
+    # bilinear sampling is exact for a linear field, also between pixels
+    xy = np.array([[3.25, 7.5], [30.9, 0.1]])
+    np.testing.assert_allclose(sample_field(field, xy),
+                               np.stack([0.1 * xy[:, 0] + 1.0, -0.05 * xy[:, 1] + 2.0], 1),
+                               atol=1e-6)
+
+
+def test_upsampled_field_doubles_displacements():
+    field = np.zeros((8, 12, 2), np.float32)
+    field[..., 0], field[..., 1] = 1.5, -0.75
+    up = upsample_field(field, 16, 24)
+    assert up.shape == (16, 24, 2)
+    np.testing.assert_allclose(up[..., 0], 3.0, atol=1e-6)
+    np.testing.assert_allclose(up[..., 1], -1.5, atol=1e-6)
+
+
+def test_pyramid_sizes_and_box_average(rng):
+    image = rng.rand(37, 50, 3).astype(np.float32)
+    pyr = build_pyramid(image, 3)
+    assert [p.shape for p in pyr] == [(37, 50, 3), (18, 25, 3), (9, 12, 3)]
+    even = rng.rand(8, 8, 3).astype(np.float32)
+    half = build_pyramid(even, 2)[1]
+    np.testing.assert_allclose(half, even.reshape(4, 2, 4, 2, 3).mean(axis=(1, 3)), atol=1e-5)
+    assert levels_that_fit(128, 384, 5, 32) == 3 and levels_that_fit(40, 400, 3, 32) == 1
+
+
+def test_densify_matches_normalised_convolution():
+    """Two weighted points, no median: d(x) = sum c_i G u_i / sum c_i G (closed form)."""
+    points = np.array([[4, 4], [12, 4]])
+    u = np.array([[2.0, 0.0], [-1.0, 3.0]])
+    c = np.array([0.8, 0.2])
+    field = densify(points, u, c, 10, 18, stride=8, sigma=3.0, median=False)
+    for y, x in [(4, 4), (4, 8), (7, 10), (0, 17)]:
+        g = np.exp(-((x - points[:, 0]) ** 2 + (y - points[:, 1]) ** 2) / (2 * 9.0))
+        w = (c + 1e-3) * g
+        np.testing.assert_allclose(field[y, x], (w[:, None] * u).sum(0) / w.sum(), atol=2e-3)
+
+
+def test_densify_median_removes_an_isolated_outlier():
+    points = grid_points(40, 40, 8)
+    u = np.tile([1.0, -2.0], (len(points), 1))
+    u[12] = [30.0, 30.0]  # one wrong peak inside the grid
+    field = densify(points, u, np.ones(len(points)), 40, 40, stride=8)
+    np.testing.assert_allclose(field[..., 0], 1.0, atol=1e-5)
+    np.testing.assert_allclose(field[..., 1], -2.0, atol=1e-5)
+
+
+def test_matcher_rejects_bad_levels():
+    with pytest.raises(UserError, match="levels"):
+        Matcher(levels=0)
+
+
+def test_pyramid_finds_a_large_translation_that_one_level_cannot():
+    """A real frame moving 12 px per frame step (24 px between the matched frames), three
+    times the kernel's reach: three levels recover it within 1 px, one level does not."""
+    image = read_image(os.path.join(EXAMPLES, "cockatoo_263.png")).astype(np.float32) / 255
+    h, w, v = 128, 320, 12
+    frame_t = image[:h, 2 * v - v:2 * v - v + w]  # middle(p) is at p + (v, 0) in frame t
+    frame_t2 = image[:h, 2 * v + v:2 * v + v + w]
+    errors = {}
+    for levels in (1, 3):
+        matcher = Matcher(levels=levels)
+        m = matcher.match(frame_t, frame_t2, stride=16, offset=8)
+        matcher.close()
+        inner = (m.grid[:, 0] >= 2 * v) & (m.grid[:, 0] < w - 2 * v)  # both matches in view
+        flow = (m.p3 - m.p1)[inner]
+        errors[levels] = np.median(np.linalg.norm(flow - [-2 * v, 0], axis=1))
+    print("median error (px) by levels: %s" % errors)
+    assert errors[3] <= 1.0 and errors[1] > 5.0, errors

@@ -1,0 +1,140 @@
+"""Coarse-to-fine read-out: image pyramids, dense fields from sparse matches, warping.
+
+The adaptive-kernel network sees at most ``K // 2`` pixels per frame step, so
+one read-out cannot find larger motion. :meth:`vidcorr.Matcher.match` with
+``levels=N`` reads out at the coarsest level of an N-level pyramid (each level
+half the size of the one below), where the motion fits; turns those matches
+into dense displacement fields (:func:`densify`); warps frame t and frame t+2
+toward the middle frame at the next finer level by them (:func:`warp`), reads
+out the residual there, and maps each peak back through the warp
+(:func:`sample_field`). The read-outs stay exact per-pixel sensitivities; the
+pyramid only decides where the network looks.
+
+Fields are ``[H, W, 2]`` arrays of ``(dx, dy)`` in pixels: for a middle-frame
+pixel p, frame t's content is at ``p + d1(p)`` and frame t+2's at ``p + d3(p)``.
+
+Densification is confidence-weighted normalised convolution: a 3x3 median over
+the grid first removes isolated wrong peaks (a single bad match would otherwise
+move a whole neighbourhood), then
+
+    d(x) = sum_i c_i G(x - g_i) u_i / sum_i c_i G(x - g_i),
+
+with G a Gaussian of ``sigma`` pixels, grid points g_i, displacements u_i and
+confidences c_i. It is smooth, exact for a constant field, and lets confident
+matches outvote weak ones nearby; an edge-aware alternative (e.g. DIS's
+variational refinement) would keep motion boundaries sharper at a higher cost.
+"""
+
+import numpy as np
+from scipy import ndimage
+
+from vidcorr.video import resize_float
+
+__all__ = ["build_pyramid", "densify", "warp", "sample_field", "upsample_field",
+           "levels_that_fit"]
+
+MIN_CONFIDENCE_WEIGHT = 1e-3  # so a grid of zero confidences still gives a field
+
+
+def levels_that_fit(height, width, levels, min_size):
+    """The number of levels (at most ``levels``) whose coarsest image is >= ``min_size``."""
+    n = 1
+    while n < levels and min(height, width) // 2 ** n >= min_size:
+        n += 1
+    return n
+
+
+def build_pyramid(image, levels):
+    """``[image, half, quarter, ...]``: ``levels`` images, each box-downscaled by 2.
+
+    Sizes are rounded down; a level's size is ``(H // 2^l, W // 2^l)``.
+    """
+    pyramid = [np.asarray(image, np.float32)]
+    h, w = pyramid[0].shape[:2]
+    for level in range(1, levels):
+        pyramid.append(resize_float(pyramid[0], h // 2 ** level, w // 2 ** level, method="box"))
+    return pyramid
+
+
+def _bilinear(field, x, y):
+    """Samples ``[H, W, C]`` at float ``x``, ``y`` (``[N]``), clamped to the border."""
+    h, w = field.shape[:2]
+    x, y = np.clip(x, 0, w - 1), np.clip(y, 0, h - 1)
+    x0, y0 = np.minimum(np.floor(x).astype(int), w - 2 if w > 1 else 0), \
+        np.minimum(np.floor(y).astype(int), h - 2 if h > 1 else 0)
+    x1, y1 = np.minimum(x0 + 1, w - 1), np.minimum(y0 + 1, h - 1)
+    fx, fy = (x - x0)[:, None], (y - y0)[:, None]
+    return ((1 - fy) * ((1 - fx) * field[y0, x0] + fx * field[y0, x1]) +
+            fy * ((1 - fx) * field[y1, x0] + fx * field[y1, x1]))
+
+
+def sample_field(field, xy):
+    """The field's ``(dx, dy)`` at float positions ``xy [N, 2]`` (bilinear): ``[N, 2]``."""
+    xy = np.asarray(xy, np.float64)
+    return _bilinear(np.asarray(field, np.float64), xy[:, 0], xy[:, 1])
+
+
+def warp(image, field):
+    """``out(p) = image(p + field(p))``, bilinear, the border repeated: ``[H, W, C]`` float32."""
+    h, w = image.shape[:2]
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
+    coords = [ys + field[..., 1], xs + field[..., 0]]
+    return np.stack([ndimage.map_coordinates(image[..., c].astype(np.float64), coords, order=1,
+                                             mode="nearest")
+                     for c in range(image.shape[2])], axis=-1).astype(np.float32)
+
+
+def upsample_field(field, height, width):
+    """A field at the next finer size: bilinear, displacements scaled with the size."""
+    h, w = field.shape[:2]
+    sx, sy = width / float(w), height / float(h)
+    ys = (np.arange(height) + 0.5) / sy - 0.5
+    xs = (np.arange(width) + 0.5) / sx - 0.5
+    yy, xx = np.meshgrid(ys, xs, indexing="ij")
+    out = _bilinear(np.asarray(field, np.float64), xx.ravel(), yy.ravel()).reshape(
+        height, width, 2)
+    return (out * [sx, sy]).astype(np.float32)
+
+
+def densify(points, displacements, confidence, height, width, stride, sigma=None,
+            median=True):
+    """A dense ``[H, W, 2]`` field from matches on a regular grid.
+
+    Args:
+      points: ``[N, 2]`` int ``(x, y)`` grid points (row-major, spacing ``stride``).
+      displacements: ``[N, 2]`` float ``(dx, dy)`` at those points.
+      confidence: ``[N]`` weights >= 0.
+      height: field height.
+      width: field width.
+      stride: the grid spacing.
+      sigma: Gaussian width in pixels (default: ``stride``).
+      median: apply a 3x3 median over the grid before interpolating.
+
+    Returns:
+      ``[height, width, 2]`` float32.
+    """
+    points = np.asarray(points, int)
+    u = np.asarray(displacements, np.float64)
+    c = np.maximum(np.asarray(confidence, np.float64), 0) + MIN_CONFIDENCE_WEIGHT
+    if median:
+        gy, gx = points[:, 1] // stride, points[:, 0] // stride
+        grid = np.full((gy.max() + 1, gx.max() + 1, 2), np.nan)
+        grid[gy, gx] = u
+        for k in range(2):
+            padded = np.pad(grid[..., k], 1, mode="edge")
+            windows = np.stack([padded[dy:dy + grid.shape[0], dx:dx + grid.shape[1]]
+                                for dy in range(3) for dx in range(3)])
+            grid[..., k] = np.nanmedian(windows, axis=0)
+        u = grid[gy, gx]
+    sigma = float(sigma or stride)
+    num = np.zeros((height, width, 2))
+    den = np.zeros((height, width))
+    np.add.at(num, (points[:, 1], points[:, 0]), c[:, None] * u)
+    np.add.at(den, (points[:, 1], points[:, 0]), c)
+    num = np.stack([ndimage.gaussian_filter(num[..., k], sigma, mode="constant", truncate=6.0)
+                    for k in range(2)], axis=-1)
+    den = ndimage.gaussian_filter(den, sigma, mode="constant", truncate=6.0)
+    fallback = (c[:, None] * u).sum(axis=0) / c.sum()  # far from every point: the mean
+    tiny = den < 1e-8 * c.max()
+    field = np.where(tiny[..., None], fallback, num / np.where(tiny, 1.0, den)[..., None])
+    return field.astype(np.float32)
