@@ -46,5 +46,11 @@ setup(
     python_requires=">=3.7",
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
+    entry_points={"console_scripts": [
+        "vidcorr-train = vidcorr.cli:train_main",
+        "vidcorr-correspond = vidcorr.cli:correspond_main",
+        "vidcorr-evaluate = vidcorr.cli:evaluate_main",
+        "vidcorr-export = vidcorr.cli:export_main",
+    ]},
     license="MIT",
 )

@@ -52,13 +52,49 @@ def test_triplets_are_consecutive_at_gap_and_split_by_time(tmp_path):
     assert np.rint(val_in[..., 0] * 255 / 10).min() >= 15
 
 
-def test_time_reversal_and_flips(tmp_path):
-    data = TripletData(_config([_folder(tmp_path, "v", 10)], time_reversal=True,
-                               flip_horizontal=True))
+def _coded_folder(root, n=10, height=40, width=72):
+    """Frames coding the frame index (channel 0), the row (channel 1) and the column (2)."""
+    path = os.path.join(str(root), "coded")
+    os.makedirs(path)
+    yy, xx = np.mgrid[0:height, 0:width]
+    for i in range(n):
+        frame = np.stack([np.full((height, width), 10 * i), 6 * yy, 3 * xx], -1)
+        Image.fromarray(frame.astype(np.uint8)).save(os.path.join(path, "f%d.png" % i))
+    return path
+
+
+def _transforms(inputs, targets):
+    """Per drawn triplet: (time reversed, flipped left-right, flipped upside down), read
+    from the coded channels."""
+    reversed_ = inputs[:, 0, 0, 3] < inputs[:, 0, 0, 0]  # frame index falls from t to t+2
+    flipped_x = targets[:, 0, 1, 2] < targets[:, 0, 0, 2]  # the column code falls to the right
+    flipped_y = targets[:, 1, 0, 1] < targets[:, 0, 0, 1]  # the row code falls downwards
+    return set(zip(reversed_.tolist(), flipped_x.tolist(), flipped_y.tolist()))
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_time_reversal_and_flips(tmp_path, on):
+    data = TripletData(_config([_coded_folder(tmp_path)], time_reversal=on,
+                               flip_horizontal=on, flip_vertical=on))
     inputs, targets = data.batch(np.random.RandomState(3), 64)
-    first = np.rint(inputs[..., 0] * 25.5)[:, 0, 0]
-    last = np.rint(inputs[..., 3] * 25.5)[:, 0, 0]
-    assert set(np.sign(last - first)) == {-1.0, 1.0}  # both time directions occur
+    seen = _transforms(inputs, targets)
+    if on:  # all eight combinations occur in 64 draws
+        assert len(seen) == 8, seen
+    else:
+        assert seen == {(False, False, False)}
+    val_inputs, val_targets = data.validation_set()  # validation is never augmented
+    assert _transforms(val_inputs, val_targets) == {(False, False, False)}
+
+
+def test_synthetic_triplets_are_augmented_like_real_ones():
+    """A texture moving right by 2 px per step: flipped left-right it moves left."""
+    config = config_from_dict({"data": {"synthetic": True, "velocity": [0.0, 2.0],
+                                        "crop_height": 32, "crop_width": 48,
+                                        "flip_horizontal": True, "time_reversal": False}}).data
+    inputs, targets = TripletData(config).batch(np.random.RandomState(0), 16)
+    right = np.abs(targets[:, :, 4:-4] - inputs[:, :, 2:-6, :3]).mean(axis=(1, 2, 3)) < 1e-4
+    left = np.abs(targets[:, :, 2:-6] - inputs[:, :, 4:-4, :3]).mean(axis=(1, 2, 3)) < 1e-4
+    assert np.all(right ^ left) and right.any() and left.any()
 
 
 def test_static_triplets_are_skipped(tmp_path):

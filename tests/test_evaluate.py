@@ -2,20 +2,18 @@
 
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from vidcorr import evaluate, peers
+from vidcorr.cli import evaluate_main
 from vidcorr.errors import UserError
 from vidcorr.flowio import write_flo
 from vidcorr.groundtruth import EvalPair, GroundTruth
 from vidcorr.synthetic import moving_triplet
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "scripts"))
-import evaluate as evaluate_script  # noqa: E402
 
 
 def _shifted_pair(shift=3, h=48, w=96):
@@ -96,8 +94,8 @@ def _write_pair(tmp_path, pair, flow_shape=None):
 def test_script_end_to_end_with_an_untrained_network(tmp_path, capsys):
     paths = _write_pair(tmp_path, _shifted_pair(shift=2, h=32, w=64))
     out = str(tmp_path / "report" / "eval")
-    code = evaluate_script.main(["--untrained", "0.125", "--pairs", "", "--gt-pair"] + paths +
-                                ["--methods", "zero", "--stride", "8", "--out", out])
+    code = evaluate_main(["--untrained", "0.125", "--pairs", "", "--gt-pair"] + paths +
+                         ["--methods", "zero", "--stride", "8", "--out", out])
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert "| f1 | 64x32 | vidcorr untrained w0.125 |" in printed.out
@@ -114,17 +112,20 @@ def test_script_end_to_end_with_an_untrained_network(tmp_path, capsys):
         report = json.load(f)
     zero = next(r for r in report["matching"] if r["method"] == "zero")
     assert zero["median_epe"] == 2.0 and zero["matches"] == 4 * 8
+    # every zero-flow match is 2 px off: any ranking keeps acc@1 at 0 and acc@5 at 1
+    assert zero["acc@1/25%"] == zero["acc@1/50%"] == 0.0
+    assert zero["acc@5/25%"] == zero["acc@5/50%"] == 1.0
     model = next(r for r in report["matching"] if r["method"].startswith("vidcorr"))
-    assert model["matches"] == 4 * 8 and 0.0 <= model["acc@10"] <= 1.0
+    assert model["matches"] == 4 * 8 and "acc@1/25%" in model
 
 
 def test_script_bad_input_one_line(tmp_path, capsys):
     paths = _write_pair(tmp_path, _shifted_pair(h=32, w=64), flow_shape=(30, 64, 2))
-    code = evaluate_script.main(["--untrained", "0.125", "--pairs", "", "--gt-pair"] + paths +
-                                ["--out", str(tmp_path / "x")])
+    code = evaluate_main(["--untrained", "0.125", "--pairs", "", "--gt-pair"] + paths +
+                         ["--out", str(tmp_path / "x")])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error:") and "is 64x30 but the images are 64x32" in err
     assert len(err.strip().splitlines()) == 1
     assert not os.path.exists(str(tmp_path / "x.md"))
-    assert evaluate_script.main(["--untrained", "0.125", "--pairs", "kitti"]) == 2
+    assert evaluate_main(["--untrained", "0.125", "--pairs", "kitti"]) == 2
     assert "unknown evaluation pair 'kitti'" in capsys.readouterr().err

@@ -19,11 +19,17 @@ def test_export_keeps_the_function_and_drops_optimizer_state(trained_tiny, tmp_p
     names = [n for n, _ in tf.train.list_variables(tf.train.latest_checkpoint(out))]
     assert not any("Adam" in n or "beta1_power" in n for n in names)
     assert "global_step" in names and "mind/output/weights" in names
+    ckpt = "model.ckpt-%d" % config.train.steps
     assert sorted(os.listdir(out)) == sorted(
-        ["card.json", "checkpoint", "config.json"] +
-        [n for n in os.listdir(out) if n.startswith("model.ckpt-")])
-    with open(os.path.join(out, "checkpoint")) as f:
-        assert os.sep + "tmp" not in f.read()  # relative paths: the folder can move
+        ["card.json", "checkpoint", "config.json", ckpt + ".index",
+         ckpt + ".data-00000-of-00001"])  # no .meta, no optimizer files
+    with open(os.path.join(out, "checkpoint")) as f:  # relative paths: the folder can move
+        assert f.readline().strip() == 'model_checkpoint_path: "%s"' % ckpt
+    for name in ("card.json", "config.json", "checkpoint"):  # no path of this machine
+        with open(os.path.join(out, name)) as f:
+            text = f.read()
+        assert str(tmp_path) not in text
+        assert os.path.dirname(os.path.abspath(config.train.run_dir)) not in text
     rng = np.random.RandomState(0)
     a, b = rng.rand(32, 64, 3), rng.rand(32, 64, 3)
     original, exported = Matcher(config.train.run_dir), Matcher(out)

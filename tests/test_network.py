@@ -120,3 +120,43 @@ def test_residual_average_adds_the_frame_average(sess, rng):
     np.testing.assert_allclose(grey, 0.5, atol=1e-7)
     with pytest.raises(ValueError, match="residual"):
         mind(tf.constant(frames), False, spec=spec.replace(residual="sum"), name="bad")
+
+
+@pytest.mark.parametrize("spec", [NetworkSpec(width=0.125),
+                                  NetworkSpec(width=0.25, skips=(4, 3, 2, 1, 0), output_kernel=1,
+                                              kernel_size=5)])
+def test_layer_plan_is_what_the_graph_builds(sess, spec):
+    """Every planned layer's weights exist with the planned channels and the planned
+    output size (read from the graph), and nothing else has weights."""
+    from vidcorr.spec import CHANNEL_AXIS, layer_plan
+
+    mind(tf.zeros([1, 40, 72, 6]), False, spec=spec)
+    weights = {v.op.name[len("mind/"):-len("/weights")]: v.shape.as_list()
+               for v in tf.global_variables() if v.op.name.endswith("/weights")}
+    plan = layer_plan(spec, 40, 72)
+    assert sorted(weights) == sorted(l.name for l in plan if l.kind != "pool")
+    graph = tf.get_default_graph()
+    for layer in plan:
+        if layer.kind == "pool":
+            op = graph.get_operation_by_name("mind/%s" % layer.name)
+            assert op.outputs[0].shape.as_list()[1:] == [layer.height, layer.width, layer.cout]
+            continue
+        shape = weights[layer.name]
+        assert shape[0] == shape[1] == layer.kernel
+        assert shape[CHANNEL_AXIS[layer.kind]] == layer.cout
+        assert shape[5 - CHANNEL_AXIS[layer.kind]] == layer.cin  # the other channel axis
+
+
+def test_config_loads_without_tensorflow():
+    """Reading a JSON config (and the layer plan) must not import TensorFlow."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    code = ("import sys; from vidcorr.config import load_config; from vidcorr.spec import "
+            "layer_plan; c = load_config('configs/cpu_small.json'); "
+            "layer_plan(c.model.network_spec(), 64, 64); "
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
+    subprocess.check_call([sys.executable, "-c", code], cwd=root,
+                          env=dict(os.environ, PYTHONPATH=os.path.abspath(root)))

@@ -22,7 +22,7 @@ import numpy as np
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.layered import layered_triplet, subpixel_layered_triplet, window_size
-from vidcorr.synthetic import synthetic_batch
+from vidcorr.synthetic import moving_triplet
 from vidcorr.video import load_frames
 
 __all__ = ["TripletData", "MAX_TRIES", "FOREGROUND_PROBABILITY"]
@@ -129,11 +129,10 @@ class TripletData(object):
                                         c.max_motion)  # [3, h, w, 3] uint8
         return frames.astype(np.float32) / 255.0
 
-    def _sample(self, rng, ranges, augment):
+    def _real(self, rng, ranges):
+        """A random crop of a real triplet, resampled while static or a cut."""
         c = self.config
         ch, cw = self.crop
-        if augment and c.layered_fraction > 0 and rng.rand() < c.layered_fraction:
-            return self._augment(rng, self._layered(rng, ranges))
         for _ in range(MAX_TRIES):
             i, t = self._random_frame(rng, ranges)
             frames = self.videos[i]
@@ -146,6 +145,20 @@ class TripletData(object):
                       np.mean(np.abs(triplet[2] - triplet[1])))
             if static >= c.static_threshold and cut <= c.cut_threshold:
                 break
+        return triplet
+
+    def _draw(self, rng, ranges, training):
+        """One ``[3, h, w, 3]`` triplet from its source: synthetic, layered or real."""
+        c = self.config
+        if c.synthetic:
+            return moving_triplet(rng, self.crop[0], self.crop[1], c.max_motion,
+                                  c.velocity or None)[0]
+        if training and c.layered_fraction > 0 and rng.rand() < c.layered_fraction:
+            return self._layered(rng, ranges)
+        return self._real(rng, ranges)
+
+    def _sample(self, rng, ranges, augment):
+        triplet = self._draw(rng, ranges, augment)
         return self._augment(rng, triplet) if augment else triplet
 
     def _augment(self, rng, triplet):
@@ -160,15 +173,12 @@ class TripletData(object):
         return triplet
 
     def batch(self, rng, batch_size, validation=False):
-        """Draws ``(inputs [B, h, w, 6], targets [B, h, w, 3])`` float32 in [0, 1]."""
-        c = self.config
-        if c.synthetic:
-            inputs, targets, _ = synthetic_batch(rng, batch_size, self.crop[0], self.crop[1],
-                                                 c.max_motion, c.velocity or None)
-            if c.time_reversal and not validation:  # swap t and t+2: the motion reverses
-                swap = rng.rand(batch_size) < 0.5
-                inputs[swap] = np.concatenate([inputs[swap, ..., 3:], inputs[swap, ..., :3]], -1)
-            return inputs, targets
+        """Draws ``(inputs [B, h, w, 6], targets [B, h, w, 3])`` float32 in [0, 1].
+
+        Every source (synthetic, layered, real) gives ``[3, h, w, 3]`` triplets;
+        training triplets then pass through the same augmentation (flips, time
+        reversal), validation triplets through none.
+        """
         ranges = self.val_ranges if validation else self.train_ranges
         triplets = np.stack([self._sample(rng, ranges, not validation)
                              for _ in range(batch_size)])  # [B, 3, h, w, 3]

@@ -40,6 +40,25 @@ def _save_values(values, step, prefix):
             saver.save(sess, prefix)
 
 
+def _portable(path):
+    """A path for a shipped card: relative to the working directory when inside it,
+    otherwise the run folder and file name only (no paths of the exporting machine)."""
+    if not isinstance(path, str) or not os.path.isabs(path) and not path.startswith(".."):
+        return path
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, os.getcwd())
+    if not relative.startswith(".."):
+        return relative
+    return os.path.join(os.path.basename(os.path.dirname(absolute)), os.path.basename(absolute))
+
+
+def _validation_split(data):
+    if data.val_split == "video":
+        return "the last %g of the videos (%d triplets)" % (data.val_fraction, data.val_triplets)
+    return "the last %g of every video in time (%d triplets)" % (data.val_fraction,
+                                                                 data.val_triplets)
+
+
 def export_model(run, out, evaluation=None, notes="", interpolation=True, log=print):
     """Exports a run's latest (or given) checkpoint to a model folder with a card.
 
@@ -66,14 +85,15 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
         raise UserError("%s has no config.json beside it; export needs the run's config" % prefix)
     step = checkpoints.checkpoint_step(prefix)
     values = checkpoint_values(prefix)
+    config = config.replace(train={"run_dir": _portable(config.train.run_dir),
+                                   "init_from": _portable(config.train.init_from)})
     card = {
         "name": config.name, "exported": datetime.date.today().isoformat(),
-        "source_checkpoint": os.path.abspath(prefix), "steps": step,
+        "source_checkpoint": _portable(prefix), "steps": step,
         "samples_seen": step * config.train.batch_size,
         "data": {"sources": list(config.data.sources), "max_height": config.data.max_height,
                  "gap": config.data.gap, "crop": [config.data.crop_height, config.data.crop_width],
-                 "validation": "last %g of every video in time (%d triplets)"
-                               % (config.data.val_fraction, config.data.val_triplets)},
+                 "validation": _validation_split(config.data)},
         "config": config.to_dict(), "notes": notes,
     }
     if interpolation:
@@ -87,7 +107,10 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
     if evaluation:
         try:
             with open(evaluation) as f:
-                card["evaluation"] = json.load(f)
+                report = json.load(f)
+            models = report.get("meta", {}).get("models", {})
+            report.setdefault("meta", {})["models"] = {k: _portable(v) for k, v in models.items()}
+            card["evaluation"] = report
         except (OSError, ValueError) as err:
             raise UserError("cannot read the evaluation report %s: %s" % (evaluation, err))
     parent = os.path.dirname(os.path.abspath(out))

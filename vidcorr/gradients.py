@@ -17,10 +17,8 @@ image size, never per pixel:
   default the network's graph is transposed into forward convolutions over
   the chunk, on small windows around the pixels through the decoder
   (:class:`vidcorr.backward.BatchedVJP`); ``backward="pfor"``
-  vectorises ``tf.gradients`` with ``tf.vectorized_map`` instead. On full-width
-  MIND at 128x384, stride 4, it took 0.123 s per pixel on TF 2.21 and 0.179 s
-  on TF 1.15 (0.54x and 0.45x the time of a batched forward pass per image),
-  pfor 0.277 s and 0.956 s (``benchmarks/bench_gradients.py``);
+  vectorises ``tf.gradients`` with ``tf.vectorized_map`` instead (their
+  speeds: ``benchmarks/bench_gradients.py`` and the README);
 * the reduction happens on the device: per pixel and frame only the argmax,
   the peak, the best value outside a radius (for the confidence) and the 3x3
   neighbourhood of the peak (for sub-pixel refinement) come back; full maps
@@ -67,9 +65,8 @@ def grid_points(height, width, stride, offset=0):
     return np.stack([xs.ravel(), ys.ravel()], axis=1).astype(np.int64)
 
 
-# TensorFlow itself, the weights and the graph. With it, measured peaks stayed within the
-# budget on TF 2.21: 1934 MB for 2048 MB (full width, 128x384, chunk 15) and 975 MB for
-# 1024 MB (scripts/correspond.py on the 128x384 sample pair, default model, chunk 9).
+# TensorFlow itself, the weights and the graph (the memory model's constant part; the
+# benchmark's peak RSS against --memory-mb checks the whole model).
 RUNTIME_BYTES = 600 * 2 ** 20
 MAX_CHUNK = 64
 
@@ -93,8 +90,7 @@ def activation_bytes_per_pixel(spec, height, width):
 
     The dense part of the pass holds about four activations of the largest
     layer per pixel at a time (the incoming and outgoing cotangents, a skip's
-    waiting cotangent, a temporary). Measured on full-width MIND at 128x384 (TF
-    2.21): peak RSS grew by 69 MB per pixel of chunk, against 72 MB estimated.
+    waiting cotangent, a temporary).
     """
     return 4 * 4 * max(_layer_floats(spec, height, width))
 
@@ -109,8 +105,7 @@ def chunk_for_budget(spec, height, width, memory_mb):
     """The number of pixels per batched VJP that keeps the process within ``memory_mb``.
 
     At least 1 (a budget below the fixed part cannot be met) and at most
-    ``MAX_CHUNK``; larger chunks were a little faster on the CPU here (0.128 / 0.119 /
-    0.113 s per pixel for 3 / 8 / 16 on full-width MIND at 128x384, TF 2.21).
+    ``MAX_CHUNK`` (larger chunks amortise the per-iteration overhead of the loop).
     """
     free = memory_mb * 2 ** 20 - fixed_bytes(spec, height, width)
     return int(max(1, min(MAX_CHUNK, free // activation_bytes_per_pixel(spec, height, width))))

@@ -48,9 +48,8 @@ def logit_bias(kernel_size):
 def _patches(frames, kernel_size):
     """Each pixel's K x K neighbourhood of both frames, zero outside: ``[B, H, W, K^2, 2, 3]``.
 
-    One ``extract_image_patches`` op: on this CPU its forward pass with the
-    gradients w.r.t. logits and frames took 0.46 s against 3.65 s for
-    ``K^2`` shifted slices (K = 11, batch 8 of 64x128).
+    One ``extract_image_patches`` op rather than ``K^2`` shifted slices: one
+    op and one gradient op per blend, whatever K is.
     """
     b = tf.shape(frames)[0]
     height, width = frames.shape.as_list()[1:3]

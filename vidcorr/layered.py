@@ -2,8 +2,7 @@
 
 Real video from packages moves little between frames, and a narrow network
 trained on it alone learns to sharpen the frame average rather than to move
-content (the packaged model of session 2 did exactly that: its sensitivity
-peaks stayed at the pixel itself). A *layered* triplet forces displacement:
+content (its sensitivity peaks stay at the pixel itself). A *layered* triplet forces displacement:
 a background crop of a real frame translates by ``v_bg`` pixels per frame
 step, and a foreground layer, an ellipse cut from another real frame,
 translates by its own ``v_fg`` on top of it (it occludes what is behind it):

@@ -165,6 +165,8 @@ class Matcher(object):
       levels: pyramid levels of the coarse-to-fine read-out (1: a single
         read-out at full size; fewer are used when the coarsest level would
         be smaller than 32 pixels).
+      passes: read-outs at full size; each after the first warps the frames
+        by the previous one's dense fields and reads out what is left.
 
     Raises:
       UserError: for a missing or incompatible checkpoint, or bad ``levels``.
@@ -172,10 +174,11 @@ class Matcher(object):
 
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
                  max_size=None, device=None, threads=None, max_pixels_per_run=None,
-                 levels=DEFAULT_LEVELS):
-        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
-            raise UserError("levels must be an integer >= 1, got %r" % (levels,))
-        self.levels = levels
+                 levels=DEFAULT_LEVELS, passes=1):
+        for name, value in (("levels", levels), ("passes", passes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError("%s must be an integer >= 1, got %r" % (name, value))
+        self.levels, self.passes = levels, passes
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
                 raise UserError("no checkpoint given and no default model is installed; pass a "
@@ -259,7 +262,8 @@ class Matcher(object):
         """
         pyr_a, pyr_b = build_pyramid(a, levels), build_pyramid(b, levels)
         fields = None  # (d1, d3): where frames t and t+2 show a middle-frame pixel
-        for level in range(levels - 1, -1, -1):
+        schedule = list(range(levels - 1, -1, -1)) + [0] * (self.passes - 1)
+        for i, level in enumerate(schedule):
             img_a, img_b = pyr_a[level], pyr_b[level]
             lh, lw = img_a.shape[:2]
             grid = points if level == 0 else grid_points(lh, lw, stride)
@@ -268,7 +272,7 @@ class Matcher(object):
                 img_a, img_b = warp(img_a, fields[0]), warp(img_b, fields[1])
             graph = self.graph_for(lh, lw)
             graph.set_images(img_a, img_b)
-            name = desc if levels == 1 else "%s (level %d)" % (desc, level)
+            name = desc if len(schedule) == 1 else "%s (level %d)" % (desc, level)
             res = graph.run(grid, progress=progress, desc=name)
             pos = refine_peaks(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
             if fields is not None:  # a peak in a warped frame: map it back through the warp
@@ -277,7 +281,7 @@ class Matcher(object):
             with np.errstate(divide="ignore", invalid="ignore"):
                 conf = np.where(res["peak"] > 0, 1.0 - res["second"] / res["peak"],
                                 0.0).min(axis=1)
-            if level > 0:
+            if i + 1 < len(schedule):
                 fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, stride)
                           for f in (0, 1)]
         return pos, res["peak"], conf

@@ -10,7 +10,7 @@ flow from frame t to frame t+2 is ``2 v`` everywhere. Used by the tests and by
 import numpy as np
 from scipy import ndimage
 
-__all__ = ["smooth_texture", "moving_triplet", "synthetic_batch"]
+__all__ = ["smooth_texture", "moving_triplet"]
 
 TEXTURE_SIGMAS = (1.0, 2.0, 4.0)
 
@@ -63,27 +63,3 @@ def moving_triplet(rng, height, width, max_motion=2.0, velocity=None):
                                                         mode="reflect")
                                 for c in range(3)], axis=-1))
     return np.clip(np.stack(frames), 0.0, 1.0).astype(np.float32), velocity
-
-
-def synthetic_batch(rng, batch_size, height, width, max_motion=2.0, velocity=None):
-    """A batch of synthetic triplets in the network's layout.
-
-    Args:
-      rng: a ``numpy.random.RandomState``.
-      batch_size: number of triplets.
-      height: frame height.
-      width: frame width.
-      max_motion: bound of the random velocity components (pixels per frame).
-      velocity: optional fixed ``(vy, vx)`` shared by every triplet.
-
-    Returns:
-      ``(inputs, targets, velocities)``: ``[B, H, W, 6]`` (frames t and t+2),
-      ``[B, H, W, 3]`` (frame t+1) and ``[B, 2]`` per-frame ``(vy, vx)``.
-    """
-    inputs, targets, velocities = [], [], []
-    for _ in range(batch_size):
-        frames, v = moving_triplet(rng, height, width, max_motion, velocity)
-        inputs.append(np.concatenate([frames[0], frames[2]], axis=-1))
-        targets.append(frames[1])
-        velocities.append(v)
-    return np.stack(inputs), np.stack(targets), np.stack(velocities).astype(np.float32)

@@ -1,0 +1,185 @@
+"""The command-line programs: ``vidcorr-train``, ``vidcorr-correspond``, ``vidcorr-evaluate``
+and ``vidcorr-export`` (console entry points), also run as ``python scripts/X.py``.
+
+Each parses its arguments, calls the library and turns user errors into one
+line and an exit code (:func:`vidcorr.errors.run_cli`).
+"""
+
+import argparse
+import inspect
+
+from vidcorr.config import load_config
+from vidcorr.correspond import correspond_pairs, list_pairs
+from vidcorr.errors import UserError, run_cli
+from vidcorr.evaluate import run_evaluation
+from vidcorr.export import export_model
+from vidcorr.matching import DEFAULT_LEVELS
+from vidcorr.peers import PEERS
+from vidcorr.training import Trainer, TrainingDiverged
+
+__all__ = ["train_main", "correspond_main", "evaluate_main", "export_main"]
+
+
+def train_main(argv=None):
+    """Train the MIND interpolation network: python scripts/train.py --config configs/X.json"""
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(train_main.__doc__))
+    parser.add_argument("--config", required=True, help="JSON config file")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in train.run_dir from its latest checkpoint")
+    parser.add_argument("--run-dir", help="override train.run_dir")
+    parser.add_argument("--steps", type=int, help="override train.steps")
+    parser.add_argument("--init-from", help="override train.init_from (checkpoint or run dir)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+
+    def work():
+        config = load_config(args.config)
+        overrides = {k: v for k, v in (("run_dir", args.run_dir), ("steps", args.steps),
+                                       ("init_from", args.init_from)) if v is not None}
+        if overrides:
+            config = config.replace(train=overrides)
+        return Trainer(config, resume=args.resume, progress=not args.no_progress).run()
+
+    code, results = run_cli(work, errors=(UserError, TrainingDiverged),
+                            interrupted="interrupted before training started; nothing was saved")
+    if code:
+        return code
+    print("done: step %d, validation PSNR %.2f dB vs frame average %.2f dB, checkpoint %s"
+          % (results["step"], results["val_psnr"], results["baseline_psnr"],
+             results["checkpoint"]))
+    return 0
+
+
+
+def correspond_main(argv=None):
+    """Find matches between frames with a trained MIND network.
+    
+      python scripts/correspond.py FRAME_T FRAME_T2 [--checkpoint RUN] [--out DIR]
+      python scripts/correspond.py --pairs LIST.txt      (one "frame_t frame_t2" per line)
+      python scripts/correspond.py --frames DIR --gap 2  (consecutive frames of a folder)
+      python scripts/correspond.py --video FILE --start 100 --count 3 --gap 2
+    
+    Per pair it writes NAME.npz, NAME.txt (a table), NAME.flo and NAME_kitti.png
+    (sparse flow t -> t+2) and NAME.png (a picture) into the output folder."""
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(correspond_main.__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("images", nargs="*", help="two images: frame t and frame t+2")
+    parser.add_argument("--pairs", help="text file, one 'frame_t frame_t2' pair per line")
+    parser.add_argument("--frames", help="folder of frames; pairs (i, i + gap)")
+    parser.add_argument("--video", help="video file (or pkg:PACKAGE/path); pairs from --start")
+    parser.add_argument("--start", type=int, default=0, help="first frame index for --video")
+    parser.add_argument("--count", type=int, default=1, help="number of pairs from --video")
+    parser.add_argument("--gap", type=int, default=2,
+                        help="frame gap for --frames and --video (default 2)")
+    parser.add_argument("--checkpoint", help="run directory or checkpoint prefix "
+                                             "(default: the packaged model)")
+    parser.add_argument("--stride", type=int, default=4, help="grid stride in pixels")
+    parser.add_argument("--max-size", type=int, help="downscale pairs whose longer side exceeds "
+                                                     "this; matches are mapped back")
+    parser.add_argument("--levels", type=int, default=DEFAULT_LEVELS,
+                        help="pyramid levels of the coarse-to-fine read-out; 1 reads out at "
+                             "full size only (default %(default)s)")
+    parser.add_argument("--consistency", action="store_true",
+                        help="keep only matches that agree with the swapped pair")
+    parser.add_argument("--memory-mb", type=int, default=1024,
+                        help="memory budget of a batched backward pass")
+    parser.add_argument("--out", default="matches", help="output folder")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+
+    def work():
+        pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
+                           args.start, args.count)
+        return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
+                                stride=args.stride, max_size=args.max_size,
+                                consistency=args.consistency, memory_mb=args.memory_mb,
+                                progress=not args.no_progress, levels=args.levels)
+
+    code, written = run_cli(work)
+    if code:
+        return code
+    for name, count, seconds in written:
+        print("%s: %d matches in %.1f s" % (name, count, seconds))
+    return 0
+
+
+
+def evaluate_main(argv=None):
+    """Evaluate matches against ground truth, side by side with classic matchers.
+    
+      python scripts/evaluate.py [--checkpoint RUN ...] [--untrained 0.25] [--pairs motorcycle,grove3]
+      python scripts/evaluate.py --checkpoint RUN --gt-pair IMG1 IMG2 GROUND_TRUTH [--gt-kind disparity]
+    
+    Each pair is downscaled to --width columns (384; the ground truth scaled with
+    it). vidcorr and the dense peers are scored at the same grid points (--stride),
+    SIFT on its own keypoints. With a trained checkpoint (or --config), the
+    network's middle frame is also scored on held-out triplets of its data config
+    against the frame average and DIS midpoint warping. Writes OUT.md, OUT.json and
+    OUT.png. The peers need the eval extra: pip install -e .[eval]"""
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(evaluate_main.__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", action="append", default=[],
+                        help="run directory or checkpoint prefix, optionally LABEL=PATH "
+                             "(repeatable; default: the packaged model)")
+    parser.add_argument("--untrained", type=float, action="append", default=[],
+                        metavar="WIDTH", help="also score an untrained network of this width")
+    parser.add_argument("--pairs", default="motorcycle,grove3",
+                        help="built-in pairs, comma-separated ('' for none)")
+    parser.add_argument("--gt-pair", nargs=3, action="append", default=[],
+                        metavar=("IMG1", "IMG2", "GT"), help="a pair with its ground truth")
+    parser.add_argument("--gt-kind", choices=("flow", "disparity"),
+                        help="ground-truth kind for --gt-pair (default: by file)")
+    parser.add_argument("--gt-scale", type=float, help="disparity divisor (PNG default 256)")
+    parser.add_argument("--methods", default=",".join(PEERS),
+                        help="peers, comma-separated (default: %(default)s)")
+    parser.add_argument("--stride", type=int, default=4, help="grid stride")
+    parser.add_argument("--levels", default="",
+                        help="pyramid levels of vidcorr's coarse-to-fine read-out; a comma list "
+                             "(e.g. 1,3) scores each model at each (default: the Matcher's)")
+    parser.add_argument("--width", type=int, default=384,
+                        help="downscale pairs to this width (0: full size)")
+    parser.add_argument("--config", help="data config for the interpolation scores "
+                                         "(default: the first checkpoint's run config)")
+    parser.add_argument("--no-interpolation", action="store_true",
+                        help="skip the middle-frame PSNR/SSIM scores")
+    parser.add_argument("--out", default="evaluation/eval", help="output prefix")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    try:
+        levels = tuple(int(n) for n in args.levels.split(",") if n.strip()) or (None,)
+    except ValueError:
+        parser.error("--levels: expected integers like 3 or 1,3, got %r" % args.levels)
+    code, text = run_cli(lambda: run_evaluation(
+            checkpoints=args.checkpoint, untrained=args.untrained,
+            builtin=[p for p in args.pairs.split(",") if p.strip()], gt_pairs=args.gt_pair,
+            gt_kind=args.gt_kind, gt_scale=args.gt_scale,
+            methods=[m for m in args.methods.split(",") if m.strip()], stride=args.stride,
+            width=args.width, data_config=args.config,
+            interpolation=not args.no_interpolation, out=args.out,
+            progress=not args.no_progress, levels=levels))
+    if code:
+        return code
+    print(text)
+    print("wrote %s.md, %s.json and %s.png" % (args.out, args.out, args.out))
+    return 0
+
+
+
+def export_main(argv=None):
+    """Export a trained run as a model folder with a card (e.g. the packaged default model).
+    
+      python scripts/export_model.py --run runs/cpu_small --out vidcorr/models/default \
+          [--evaluation evaluation/default.json] [--notes "..."]"""
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(export_main.__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", required=True, help="run directory or checkpoint prefix")
+    parser.add_argument("--out", required=True, help="model folder to write")
+    parser.add_argument("--evaluation", help="evaluate.py JSON report to put in the card")
+    parser.add_argument("--notes", default="", help="free text for the card")
+    parser.add_argument("--no-interpolation", action="store_true",
+                        help="do not measure validation PSNR/SSIM for the card")
+    args = parser.parse_args(argv)
+    code, _ = run_cli(lambda: export_model(args.run, args.out, args.evaluation, args.notes,
+                                           interpolation=not args.no_interpolation))
+    return code
+
