@@ -135,14 +135,14 @@ def run_vidcorr(spec, args, values, points, fed=False, backward="transpose"):
                              backward=backward)
     image = np.random.RandomState(1).rand(args.height, args.image_width, 6).astype(np.float32)
     graph.set_images(image[..., :3], image[..., 3:])
-    ops_before = graph.op_count()
+    ops_before = len(graph.graph.get_operations())
     graph.run(points[:chunk])  # warm-up
     n = max(chunk, int(round(len(points) * args.grid_fraction / chunk)) * chunk)
     n = min(n, len(points))
     start = time.perf_counter()
     graph.run(points[:n], progress=sys.stderr.isatty())
     elapsed = time.perf_counter() - start
-    ops_after = graph.op_count()
+    ops_after = len(graph.graph.get_operations())
     # Conv throughput: a batched forward pass of the same folded network.
     fgraph = tf.Graph()
     with fgraph.as_default():

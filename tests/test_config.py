@@ -62,7 +62,7 @@ def test_load_config_errors(tmp_path):
 def test_shipped_configs_are_valid():
     paths = sorted(glob.glob(os.path.join(ROOT, "configs", "*.json")))
     names = {os.path.basename(p) for p in paths}
-    assert {"mind_paper.json", "cpu_small.json", "finetune_quantized.json",
+    assert {"mind_paper.json", "cpu_small.json", "cpu_match.json", "finetune_quantized.json",
             "tiny_test.json"} <= names
     for path in paths:
         assert isinstance(load_config(path), Config)

@@ -36,15 +36,16 @@ import numpy as np
 from tqdm import tqdm
 
 from vidcorr.backward import BatchedVJP, UnsupportedGraph
-from vidcorr.compat import default_device, session_config, tf
+from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.inference import load_folded_weights
+from vidcorr.inference import FoldedGraph
 from vidcorr.kernels import direct_sensitivity, logit_cotangent, tap_sums
 from vidcorr.network import mind, padding_for
 from vidcorr.spec import MODEL_SCOPE, layer_plan, padded_size
 
 __all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "grid_points", "chunk_for_budget",
-           "activation_bytes_per_pixel", "fixed_bytes"]
+           "activation_bytes_per_pixel", "fixed_bytes", "pixel_vjp", "kernel_head_vjp",
+           "reduce_channels"]
 
 NORMS = ("l2", "l1", "max")
 BACKWARDS = ("auto", "transpose", "pfor")
@@ -144,7 +145,105 @@ def _reduce(sens, radius):
             "second": second, "patch": tf.stack(patch, axis=-1)}  # patch: [K, 2, 9]
 
 
-class SensitivityGraph(object):
+def kernel_head_vjp(spec, frames, endpoints):
+    """The adaptive-kernel head's part of the per-pixel VJP (see :mod:`vidcorr.kernels`).
+
+    The sensitivity of out(p) is the direct term (p's softmax weights at
+    their taps) plus the gradient through the logits. The latter's
+    cotangent is non-zero at p only, so it is pulled through the 1x1
+    output convolution by hand onto the features (C channels) instead of
+    back-propagating a dense ``2 K^2``-channel map per pixel.
+
+    Args:
+      spec: the network spec (``kernel_size`` > 0).
+      frames: the network's padded input ``[1, H', W', 6]``.
+      endpoints: the endpoints :func:`vidcorr.network.mind` filled.
+
+    Returns:
+      ``head(padded_indices [K])`` -> the cotangents of the features at
+      those pixels ``[K, C]`` and the direct term ``[K, H', W', 6]``.
+    """
+    k = spec.kernel_size
+    taps = 2 * k * k
+    _, hp, wp, _ = frames.shape.as_list()
+    weights = tf.reshape(tf.nn.softmax(endpoints["logits"], axis=-1), [hp * wp, taps])
+    sums = tf.reshape(tap_sums(frames, k), [hp * wp, taps])  # [H'W', 2K^2]
+    with tf.variable_scope(MODEL_SCOPE + "/output", reuse=True):
+        out_w = tf.reshape(tf.get_variable("weights"), [-1, taps])  # [C, 2K^2]
+
+    def head(padded_indices):
+        w_p = tf.gather(weights, padded_indices)  # [K, 2K^2]
+        g = logit_cotangent(w_p, tf.gather(sums, padded_indices))  # [K, 2K^2]
+        g_features = tf.matmul(g, out_w, transpose_b=True)  # [K, C]
+        direct = direct_sensitivity(w_p, padded_indices // wp, padded_indices % wp, hp, wp,
+                                    k)  # [K, H', W', 2]
+        direct = tf.reshape(direct[..., None] * tf.ones([1, 1, 1, 1, 3]), [-1, hp, wp, 6])
+        return g_features, direct
+
+    return head
+
+
+def pixel_vjp(spec, frames, out, endpoints, backward="auto"):
+    """The per-pixel input gradient as a function of a batch of padded pixel indices.
+
+    Args:
+      spec: the network spec.
+      frames: the padded input ``[1, H', W', 6]``.
+      out: the network's output at the padded size ``[1, H', W', 3]``.
+      endpoints: the endpoints :func:`vidcorr.network.mind` filled.
+      backward: ``'transpose'``, ``'pfor'`` or ``'auto'`` (see :class:`SensitivityGraph`).
+
+    Returns:
+      ``(vjp, method)``: ``vjp(indices [K])`` -> ``d(sum_c out[p, c]) / d frames``
+      ``[K, H', W', 6]`` for the flat padded indices ``p``; and the method used.
+
+    Raises:
+      UnsupportedGraph: with ``backward='transpose'`` for an op it cannot transpose.
+    """
+    _, hp, wp, _ = frames.shape.as_list()
+    # The VJP runs from `target`: the output, or for the kernel head the features under
+    # its 1x1 convolution (the head's own part is done by hand).
+    target = endpoints["features"] if spec.kernel_size else out  # [1, H', W', C]
+    head = kernel_head_vjp(spec, frames, endpoints) if spec.kernel_size else None
+    transposed = None
+    if backward != "pfor":
+        try:
+            transposed = BatchedVJP(target, frames)
+        except UnsupportedGraph:
+            if backward == "transpose":
+                raise
+
+    def vjp(indices):
+        if head is None:
+            values, direct = tf.ones([tf.size(indices), 3]), None  # [K, 3]
+        else:
+            values, direct = head(indices)  # [K, C], [K, H', W', 6]
+        if transposed is not None:  # windowed near the output, then dense
+            grads = transposed.points(values, indices // wp, indices % wp)
+        else:
+            one_hot = tf.reshape(tf.one_hot(indices, hp * wp), [-1, hp, wp, 1])
+            grads = tf.vectorized_map(
+                lambda c: tf.gradients(target, frames, grad_ys=c[None])[0][0],
+                one_hot * values[:, None, None, :])  # over [K, H', W', C] cotangents
+        return grads if direct is None else grads + direct
+
+    return vjp, "transpose" if transposed is not None else "pfor"
+
+
+def reduce_channels(grads, norm):
+    """Per-frame sensitivity maps from input gradients: ``[K, H, W, 6]`` -> ``[K, 2, H, W]``."""
+    _, h, w, _ = grads.shape.as_list()
+    grads = tf.reshape(grads, [-1, h, w, 2, 3])  # [K, H, W, frame, RGB]
+    if norm == "l2":
+        sens = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=-1))
+    elif norm == "l1":
+        sens = tf.reduce_sum(tf.abs(grads), axis=-1)
+    else:
+        sens = tf.reduce_max(tf.abs(grads), axis=-1)
+    return tf.transpose(sens, [0, 3, 1, 2])  # [K, 2, H, W]
+
+
+class SensitivityGraph(FoldedGraph):
     """The batched, reduced sensitivity computation for one network and image size.
 
     Args:
@@ -164,140 +263,69 @@ class SensitivityGraph(object):
         of cotangents), ``'pfor'`` (``tf.gradients`` under
         ``tf.vectorized_map``) or ``'auto'`` (transpose, pfor if the network
         has an op it cannot transpose). The chosen one is ``self.backward``.
+      full_maps: also return every pixel's full ``[2, H, W]`` maps from
+        :meth:`run` (``maps``; for pictures and tests: memory grows with the
+        number of pixels).
 
     Raises:
       UserError: if ``weights`` do not fit the network (another width or
-        architecture), or for a bad ``norm``.
+        architecture), or for a bad ``norm`` or ``backward``.
     """
 
     def __init__(self, spec, height, width, weights, chunk=16, norm="l2", radius=4, device=None,
-                 threads=None, max_pixels_per_run=None, backward="auto"):
+                 threads=None, max_pixels_per_run=None, backward="auto", full_maps=False):
         if norm not in NORMS:
             raise UserError("norm must be one of %s, got %r" % (", ".join(NORMS), norm))
         if backward not in BACKWARDS:
             raise UserError("backward must be one of %s, got %r"
                             % (", ".join(BACKWARDS), backward))
-        self.height, self.width, self.chunk = int(height), int(width), int(chunk)
-        self.max_pixels_per_run = max_pixels_per_run
-        self.graph = tf.Graph()
-        with self.graph.as_default(), tf.device(device or default_device()):
-            self._build(spec, norm, radius, backward)
-            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
-            load_folded_weights(self.sess, weights)
-        self.graph.finalize()
+        self.chunk, self.max_pixels_per_run = int(chunk), max_pixels_per_run
+        self.norm, self.radius, self.full_maps = norm, radius, full_maps
+        self.backward = backward
+        super(SensitivityGraph, self).__init__(spec, height, width, weights, device, threads)
 
-    def _build(self, spec, norm, radius, backward):
+    def _build(self, spec):
         h, w, chunk = self.height, self.width, self.chunk
-        top, bottom, left, right = padding_for(h, w)
-        self.padding = (top, bottom, left, right)
+        top, bottom, left, right = self.padding = padding_for(h, w)
         hp, wp = h + top + bottom, w + left + right
         self.image = tf.get_variable("image", [1, hp, wp, 6], tf.float32, tf.zeros_initializer(),
                                      trainable=False, use_resource=True)
         frames = self.image.value()  # [1, H', W', 6], reflect-padded, device resident
         endpoints = {}
         out = mind(frames, False, spec=spec, folded=True, endpoints=endpoints)  # [1, H', W', 3]
-        self.prediction = out[:, top:top + h, left:left + w]  # [1, H, W, 3]
+        vjp, self.backward = pixel_vjp(spec, frames, out, endpoints, self.backward)
         rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
         cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
-        # The per-pixel VJP runs from `target`: the output, or for the kernel head the
-        # features under its 1x1 convolution (the head's own part is done by hand).
-        target = endpoints["features"] if spec.kernel_size else out  # [1, H', W', C]
-        head = self._kernel_head(spec, frames, endpoints) if spec.kernel_size else None
-        transposed = None
-        if backward != "pfor":
-            try:
-                transposed = BatchedVJP(target, frames)
-            except UnsupportedGraph:
-                if backward == "transpose":
-                    raise
-        self.backward = "transpose" if transposed is not None else "pfor"
 
-        def input_gradients(indices):  # [K] flat y * W + x -> [K, H', W', 6]
-            padded = (indices // w + top) * wp + indices % w + left  # [K]
-            if head is None:
-                values, direct = tf.ones([tf.size(padded), 3]), None  # [K, 3]
-            else:
-                values, direct = head(padded)  # [K, C], [K, H', W', 6]
-            if transposed is not None:  # windowed near the output, then dense
-                grads = transposed.points(values, padded // wp, padded % wp)
-            else:
-                one_hot = tf.reshape(tf.one_hot(padded, hp * wp), [-1, hp, wp, 1])
-                grads = tf.vectorized_map(
-                    lambda c: tf.gradients(target, frames, grad_ys=c[None])[0][0],
-                    one_hot * values[:, None, None, :])  # over [K, H', W', C] cotangents
-            return grads if direct is None else grads + direct
-
-        def sensitivity(indices):  # [K] -> [K, 2, H, W]
-            grads = input_gradients(indices)  # [K, H', W', 6]
+        def sensitivity(pixels):  # [K] flat y * W + x -> [K, 2, H, W]
+            grads = vjp((pixels // w + top) * wp + pixels % w + left)  # [K, H', W', 6]
             if hp != h or wp != w:  # a padded pixel copies an original one: add it there
                 grads = tf.einsum("khwc,hy->kywc", grads, rows)
                 grads = tf.einsum("kywc,wx->kyxc", grads, cols)  # [K, H, W, 6]
-            grads = tf.reshape(grads, [-1, h, w, 2, 3])  # [K, H, W, frame, RGB]
-            if norm == "l2":
-                sens = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=-1))
-            elif norm == "l1":
-                sens = tf.reduce_sum(tf.abs(grads), axis=-1)
-            else:
-                sens = tf.reduce_max(tf.abs(grads), axis=-1)
-            return tf.transpose(sens, [0, 3, 1, 2])  # [K, 2, H, W]
+            return reduce_channels(grads, self.norm)
 
-        # Full maps for a few fed pixels (pictures).
-        self.map_pixels = tf.placeholder(tf.int32, [None], name="map_pixels")
-        self.maps = sensitivity(self.map_pixels)
-
-        # The reduced results for any number of pixels in one sess.run: an in-graph
-        # loop over chunks of `chunk` pixels, one batched VJP per iteration.
+        # Any number of pixels in one sess.run: an in-graph loop over chunks of `chunk`
+        # pixels, one batched VJP per iteration.
         self.pixels = tf.placeholder(tf.int32, [None], name="pixels")
         count = tf.shape(self.pixels)[0]
         n_chunks = (count + chunk - 1) // chunk
         padded_pixels = tf.pad(self.pixels, [[0, n_chunks * chunk - count]])
-        names = ("peak_x", "peak_y", "peak", "second", "patch")
-        dtypes = (tf.int32, tf.int32, tf.float32, tf.float32, tf.float32)
+        names = ["peak_x", "peak_y", "peak", "second", "patch"]
+        dtypes = [tf.int32, tf.int32, tf.float32, tf.float32, tf.float32]
+        if self.full_maps:
+            names.append("maps")
+            dtypes.append(tf.float32)
 
         def body(i, arrays):
-            reduced = _reduce(sensitivity(padded_pixels[i * chunk:(i + 1) * chunk]), radius)
+            sens = sensitivity(padded_pixels[i * chunk:(i + 1) * chunk])  # [chunk, 2, H, W]
+            reduced = _reduce(sens, self.radius)
+            reduced["maps"] = sens
             return i + 1, [a.write(i, reduced[n]) for a, n in zip(arrays, names)]
 
         arrays = [tf.TensorArray(d, size=n_chunks) for d in dtypes]
         _, arrays = tf.while_loop(lambda i, _: i < n_chunks, body, [tf.constant(0), arrays],
                                   parallel_iterations=1, back_prop=False)
-        self.results = {}
-        for name, array in zip(names, arrays):
-            stacked = array.concat()  # [n_chunks * chunk, ...]
-            self.results[name] = stacked[:count]
-
-    @staticmethod
-    def _kernel_head(spec, frames, endpoints):
-        """The adaptive-kernel head's part of the per-pixel VJP (see :mod:`vidcorr.kernels`).
-
-        The sensitivity of out(p) is the direct term (p's softmax weights at
-        their taps) plus the gradient through the logits. The latter's
-        cotangent is non-zero at p only, so it is pulled through the 1x1
-        output convolution by hand onto the features (C channels) instead of
-        back-propagating a dense ``2 K^2``-channel map per pixel.
-
-        Returns:
-          ``head(padded_indices [K])`` -> the cotangents of the features at
-          those pixels ``[K, C]`` and the direct term ``[K, H', W', 6]``.
-        """
-        k = spec.kernel_size
-        taps = 2 * k * k
-        _, hp, wp, _ = frames.shape.as_list()
-        weights = tf.reshape(tf.nn.softmax(endpoints["logits"], axis=-1), [hp * wp, taps])
-        sums = tf.reshape(tap_sums(frames, k), [hp * wp, taps])  # [H'W', 2K^2]
-        with tf.variable_scope(MODEL_SCOPE + "/output", reuse=True):
-            out_w = tf.reshape(tf.get_variable("weights"), [-1, taps])  # [C, 2K^2]
-
-        def head(padded_indices):
-            w_p = tf.gather(weights, padded_indices)  # [K, 2K^2]
-            g = logit_cotangent(w_p, tf.gather(sums, padded_indices))  # [K, 2K^2]
-            g_features = tf.matmul(g, out_w, transpose_b=True)  # [K, C]
-            direct = direct_sensitivity(w_p, padded_indices // wp, padded_indices % wp, hp, wp,
-                                        k)  # [K, H', W', 2]
-            direct = tf.reshape(direct[..., None] * tf.ones([1, 1, 1, 1, 3]), [-1, hp, wp, 6])
-            return g_features, direct
-
-        return head
+        self.results = {name: array.concat()[:count] for name, array in zip(names, arrays)}
 
     def set_images(self, frame_t, frame_t2):
         """Loads an image pair (``[H, W, 3]`` float arrays in [0, 1]) onto the device."""
@@ -309,10 +337,6 @@ class SensitivityGraph(object):
         pair = np.pad(pair, [(0, 0), (top, bottom), (left, right), (0, 0)], mode="reflect")
         self.image.load(pair, self.sess)
 
-    def predict(self):
-        """The network's middle frame for the loaded pair, ``[H, W, 3]``."""
-        return self.sess.run(self.prediction)[0]
-
     def run(self, points, progress=False, desc="pixels"):
         """Reduced sensitivities for grid points ``[N, 2]`` of ``(x, y)``.
 
@@ -322,7 +346,8 @@ class SensitivityGraph(object):
 
         Returns:
           A dict of arrays: ``peak_xy`` ``[N, 2, 2]`` (frame, (x, y)),
-          ``peak`` and ``second`` ``[N, 2]``, ``patch`` ``[N, 2, 9]``.
+          ``peak`` and ``second`` ``[N, 2]``, ``patch`` ``[N, 2, 9]``, and with
+          ``full_maps`` the maps ``[N, 2, H, W]``.
         """
         flat = (points[:, 1] * self.width + points[:, 0]).astype(np.int32)
         per_run = self.max_pixels_per_run or len(flat)
@@ -335,19 +360,8 @@ class SensitivityGraph(object):
                 parts.append(self.sess.run(self.results, {self.pixels: flat[i:i + per_run]}))
                 bar.update(len(flat[i:i + per_run]))
         res = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        return {"peak_xy": np.stack([res["peak_x"], res["peak_y"]], axis=-1),
-                "peak": res["peak"], "second": res["second"], "patch": res["patch"]}
-
-    def full_maps(self, points):
-        """Full sensitivity maps ``[N, 2, H, W]`` for a few grid points (for pictures)."""
-        flat = (np.asarray(points)[:, 1] * self.width + np.asarray(points)[:, 0]).astype(np.int32)
-        return np.concatenate([self.sess.run(self.maps, {self.map_pixels: flat[i:i + self.chunk]})
-                               for i in range(0, len(flat), self.chunk)])
-
-    def op_count(self):
-        """Number of ops in the graph (constant after construction)."""
-        return len(self.graph.get_operations())
-
-    def close(self):
-        """Releases the session."""
-        self.sess.close()
+        out = {"peak_xy": np.stack([res["peak_x"], res["peak_y"]], axis=-1),
+               "peak": res["peak"], "second": res["second"], "patch": res["patch"]}
+        if self.full_maps:
+            out["maps"] = res["maps"]
+        return out

@@ -30,7 +30,7 @@ from vidcorr.spec import CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
            "fake_quant_numpy", "quantize_values", "run_config", "find_model",
-           "save_initial_model", "load_folded_weights", "Predictor"]
+           "save_initial_model", "load_folded_weights", "FoldedGraph", "Predictor"]
 
 
 def _channel_axes():
@@ -240,7 +240,46 @@ def load_folded_weights(sess, weights, scope=MODEL_SCOPE):
         var.load(weights[name], sess)
 
 
-class Predictor(object):
+class FoldedGraph(object):
+    """A graph of the folded network for one image size, in its own session.
+
+    Subclasses build their ops in ``_build(spec)``; this class makes the graph
+    (on ``device``: the GPU when there is one), the session, loads the folded
+    weights and finalises the graph, so nothing can be added per call.
+
+    Args:
+      spec: the :class:`vidcorr.spec.NetworkSpec`.
+      height: image height.
+      width: image width.
+      weights: folded ``{name: array}`` (:func:`fold_batch_norm`).
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads (None: TensorFlow decides).
+
+    Raises:
+      UserError: if ``weights`` do not fit the network.
+    """
+
+    def __init__(self, spec, height, width, weights, device=None, threads=None):
+        self.height, self.width = int(height), int(width)
+        self.graph = tf.Graph()
+        self.sess = None
+        with self.graph.as_default(), tf.device(device or default_device()):
+            self._build(spec)
+            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
+            load_folded_weights(self.sess, weights)
+        self.graph.finalize()
+
+    def _build(self, spec):
+        raise TypeError("%s must define _build(spec)" % type(self).__name__)
+
+    def close(self):
+        """Releases the session."""
+        if self.sess is not None:
+            self.sess.close()
+            self.sess = None
+
+
+class Predictor(FoldedGraph):
     """The folded network's forward pass for one image size: middle frames of pairs.
 
     Args:
@@ -257,15 +296,13 @@ class Predictor(object):
     """
 
     def __init__(self, spec, height, width, weights, device=None, threads=None, batch_size=8):
-        self.height, self.width, self.batch_size = int(height), int(width), int(batch_size)
-        self.graph = tf.Graph()
-        with self.graph.as_default(), tf.device(device or default_device()):
-            self.inputs = tf.placeholder(tf.float32, [None, height, width, 6], "inputs")
-            self.prediction = mind(self.inputs, False, spec=spec, folded=True,
-                                   name=MODEL_SCOPE)  # [B, H, W, 3]
-            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
-            load_folded_weights(self.sess, weights)
-        self.graph.finalize()
+        self.batch_size = int(batch_size)
+        super(Predictor, self).__init__(spec, height, width, weights, device, threads)
+
+    def _build(self, spec):
+        self.inputs = tf.placeholder(tf.float32, [None, self.height, self.width, 6], "inputs")
+        self.prediction = mind(self.inputs, False, spec=spec, folded=True,
+                               name=MODEL_SCOPE)  # [B, H, W, 3]
 
     def predict(self, inputs):
         """Middle frames ``[N, H, W, 3]`` of ``[N, H, W, 6]`` pairs (frames t, t+2) in [0, 1].
@@ -282,9 +319,3 @@ class Predictor(object):
             out.append(self.sess.run(self.prediction,
                                      {self.inputs: inputs[i:i + self.batch_size]}))
         return np.concatenate(out)
-
-    def close(self):
-        """Releases the session."""
-        if self.sess is not None:
-            self.sess.close()
-            self.sess = None

@@ -14,8 +14,9 @@ With ``levels`` N > 1 the read-out is coarse to fine (:mod:`vidcorr.pyramid`):
 the coarsest of N half-size levels is read out on the grid, its matches become
 dense displacement fields, and each finer level reads out the residual between
 frames warped toward the middle frame by them, so motion beyond the network's
-reach (``K // 2`` pixels per frame step) is found. Every level uses the same
-stride in its own pixels and its own cached sensitivity graph.
+reach (``K // 2`` pixels per frame step) is found. Every level has its own
+cached sensitivity graph; the coarse levels use the grid stride in their own
+pixels, at most ``MAX_COARSE_STRIDE``, so their fields rest on enough matches.
 """
 
 import os
@@ -33,6 +34,7 @@ __all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "MIN_SIZE", "DE
 
 MIN_SIZE = 32
 DEFAULT_LEVELS = 3
+MAX_COARSE_STRIDE = 8  # coarse levels read out at least this densely (their fields need it)
 DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "default")
 
 
@@ -165,8 +167,6 @@ class Matcher(object):
       levels: pyramid levels of the coarse-to-fine read-out (1: a single
         read-out at full size; fewer are used when the coarsest level would
         be smaller than 32 pixels).
-      passes: read-outs at full size; each after the first warps the frames
-        by the previous one's dense fields and reads out what is left.
 
     Raises:
       UserError: for a missing or incompatible checkpoint, or bad ``levels``.
@@ -174,11 +174,10 @@ class Matcher(object):
 
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
                  max_size=None, device=None, threads=None, max_pixels_per_run=None,
-                 levels=DEFAULT_LEVELS, passes=1):
-        for name, value in (("levels", levels), ("passes", passes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UserError("%s must be an integer >= 1, got %r" % (name, value))
-        self.levels, self.passes = levels, passes
+                 levels=DEFAULT_LEVELS):
+        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+            raise UserError("levels must be an integer >= 1, got %r" % (levels,))
+        self.levels = levels
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
                 raise UserError("no checkpoint given and no default model is installed; pass a "
@@ -262,17 +261,17 @@ class Matcher(object):
         """
         pyr_a, pyr_b = build_pyramid(a, levels), build_pyramid(b, levels)
         fields = None  # (d1, d3): where frames t and t+2 show a middle-frame pixel
-        schedule = list(range(levels - 1, -1, -1)) + [0] * (self.passes - 1)
-        for i, level in enumerate(schedule):
+        for level in range(levels - 1, -1, -1):
             img_a, img_b = pyr_a[level], pyr_b[level]
             lh, lw = img_a.shape[:2]
-            grid = points if level == 0 else grid_points(lh, lw, stride)
+            step = stride if level == 0 else min(stride, MAX_COARSE_STRIDE)
+            grid = points if level == 0 else grid_points(lh, lw, step)
             if fields is not None:
                 fields = [upsample_field(f, lh, lw) for f in fields]
                 img_a, img_b = warp(img_a, fields[0]), warp(img_b, fields[1])
             graph = self.graph_for(lh, lw)
             graph.set_images(img_a, img_b)
-            name = desc if len(schedule) == 1 else "%s (level %d)" % (desc, level)
+            name = desc if levels == 1 else "%s (level %d)" % (desc, level)
             res = graph.run(grid, progress=progress, desc=name)
             pos = refine_peaks(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
             if fields is not None:  # a peak in a warped frame: map it back through the warp
@@ -281,8 +280,8 @@ class Matcher(object):
             with np.errstate(divide="ignore", invalid="ignore"):
                 conf = np.where(res["peak"] > 0, 1.0 - res["second"] / res["peak"],
                                 0.0).min(axis=1)
-            if i + 1 < len(schedule):
-                fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, stride)
+            if level > 0:
+                fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, step)
                           for f in (0, 1)]
         return pos, res["peak"], conf
 
