@@ -129,3 +129,17 @@ def test_script_bad_input_one_line(tmp_path, capsys):
     assert not os.path.exists(str(tmp_path / "x.md"))
     assert evaluate_main(["--untrained", "0.125", "--pairs", "kitti"]) == 2
     assert "unknown evaluation pair 'kitti'" in capsys.readouterr().err
+
+
+def test_midpoint_warp_moves_each_frame_half_way():
+    """A smooth texture shifted by 4 px between the frames: the DIS midpoint warp must be
+    close to the true middle frame (2 px from each) and far closer than the frame average;
+    the peer is in the README's interpolation table."""
+    pytest.importorskip("cv2")
+    frames, _ = moving_triplet(np.random.RandomState(3), 64, 96, velocity=(0.0, 2.0))
+    middle = peers.midpoint_warp(frames[0], frames[2])
+    inner = (slice(8, -8), slice(8, -8))
+    warp_err = np.abs(middle[inner] - frames[1][inner]).mean()
+    average_err = np.abs(0.5 * (frames[0] + frames[2])[inner] - frames[1][inner]).mean()
+    assert middle.shape == frames[1].shape and middle.dtype == np.float32
+    assert warp_err < 0.25 * average_err, (warp_err, average_err)

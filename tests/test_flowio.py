@@ -79,3 +79,25 @@ def test_bad_files(tmp_path):
         read_flo(str(bad))
     with pytest.raises(UserError, match="not a PNG"):
         read_kitti_flow(str(bad))
+
+
+def test_kitti_files_agree_with_opencv(tmp_path, rng):
+    """KITTI PNGs written here read back by OpenCV (BGR, IMREAD_ANYDEPTH, as RAFT's
+    frame_utils does), and OpenCV's PNGs (its own row filters) read here."""
+    cv2 = pytest.importorskip("cv2")
+    flow = np.round(rng.randn(7, 11, 2) * 30 * 64) / 64
+    flow[3, 4] = np.nan
+    ours = str(tmp_path / "ours.png")
+    write_kitti_flow(ours, flow)
+    raw = cv2.imread(ours, cv2.IMREAD_ANYDEPTH | cv2.IMREAD_COLOR)[..., ::-1].astype(float)
+    assert raw.dtype == float and raw.shape == (7, 11, 3)
+    valid = raw[..., 2] > 0
+    np.testing.assert_array_equal(valid, np.isfinite(flow[..., 0]))
+    np.testing.assert_allclose((raw[..., :2][valid] - 2 ** 15) / 64.0, flow[valid], atol=1e-9)
+    enc = rng.randint(0, 65536, (9, 13, 3)).astype(np.uint16)
+    enc[..., 2] = rng.randint(0, 2, (9, 13))
+    theirs = str(tmp_path / "theirs.png")
+    assert cv2.imwrite(theirs, enc[..., ::-1])
+    got, got_valid = read_kitti_flow(theirs)
+    np.testing.assert_allclose(got, (enc[..., :2].astype(float) - 2 ** 15) / 64, atol=1e-6)
+    np.testing.assert_array_equal(got_valid, enc[..., 2] > 0)

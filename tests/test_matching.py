@@ -111,13 +111,68 @@ def test_matcher_input_errors(random_checkpoint, tmp_path):
         Matcher(str(tmp_path / "none"))
 
 
-def test_matches_save_load_and_flow():
-    m = Matches(grid=[[4, 4], [8, 4]], p1=[[3.0, 4.0], [7.6, 4.2]], p3=[[5.0, 4.0], [9.0, 5.0]],
-                peak=[[1, 1], [2, 2]], confidence=[0.5, 0.9], valid=[True, False], size=(10, 12))
+def test_matches_save_load_and_flow(tmp_path):
+    # matches 0 and 2 land on one pixel (round(p1) = (3, 4)): the more confident one wins
+    m = Matches(grid=[[4, 4], [8, 4], [4, 8]],
+                p1=[[3.0, 4.0], [7.6, 4.2], [3.2, 3.9]], p3=[[5.0, 4.0], [9.0, 5.0], [6.2, 2.9]],
+                peak=[[1, 1], [2, 2], [3, 3]], confidence=[0.5, 0.9, 0.7],
+                valid=[True, False, True], size=(10, 12))
     flow = m.to_flow()
-    np.testing.assert_array_equal(flow[4, 3], [2.0, 0.0])
-    assert np.isnan(flow[4, 8]).all() and np.isfinite(flow).sum() == 2
-    assert np.isfinite(m.to_flow(only_valid=False)).sum() == 4
+    np.testing.assert_array_equal(flow[4, 3], [3.0, -1.0])  # match 2 (0.7) beats match 0 (0.5)
+    assert np.isnan(flow[4, 8]).all() and np.isfinite(flow).sum() == 2  # match 1 is invalid
+    all_flow = m.to_flow(only_valid=False)
+    np.testing.assert_allclose(all_flow[4, 8], [1.4, 0.8])
+    assert np.isfinite(all_flow).sum() == 4
+    path = str(tmp_path / "m.npz")
+    m.save(path)
+    back = Matches.load(path)
+    assert back.size == (10, 12) and len(back) == 3
+    for field in Matches.FIELDS:
+        np.testing.assert_array_equal(getattr(back, field), getattr(m, field))
+    text = str(tmp_path / "m.txt")
+    m.save_text(text)
+    table = np.loadtxt(text)  # x2 y2 x1 y1 x3 y3 peak1 peak3 confidence valid
+    assert table.shape == (3, 10)
+    np.testing.assert_allclose(table[:, 2:6], np.hstack([m.p1, m.p3]), atol=1e-3)
+    np.testing.assert_array_equal(table[:, 9], [1, 0, 1])
+
+
+def test_list_pairs_from_a_list_a_folder_and_a_video(tmp_path):
+    from vidcorr.correspond import list_pairs
+
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in (1, 2, 10):  # natural order: f1, f2, f10
+        Image.fromarray(np.full((8, 8, 3), i, np.uint8)).save(str(folder / ("f%d.png" % i)))
+    pairs = list_pairs(frames_dir=str(folder), gap=1)
+    assert [(n, os.path.basename(a), os.path.basename(b)) for n, a, b in pairs] == [
+        ("f1__f2", "f1.png", "f2.png"), ("f2__f10", "f2.png", "f10.png")]
+    listing = tmp_path / "pairs.txt"
+    listing.write_text("# comment\nframes/f1.png frames/f10.png\n\n")
+    [(name, a, b)] = list_pairs(pairs_file=str(listing))
+    assert name == "f1__f10" and a == str(folder / "f1.png") and b == str(folder / "f10.png")
+    listing.write_text("frames/f1.png\n")
+    with pytest.raises(UserError, match="pairs.txt:1: expected two paths"):
+        list_pairs(pairs_file=str(listing))
+    with pytest.raises(UserError, match="exactly one"):
+        list_pairs(images=["a.png", "b.png"], frames_dir=str(folder))
+    av = pytest.importorskip("av")
+    video = str(tmp_path / "clip.mp4")
+    with av.open(video, "w") as container:  # 6 frames whose brightness codes the index
+        stream = container.add_stream("mpeg4", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 32, 32, "yuv420p"
+        for i in range(6):
+            frame = av.VideoFrame.from_ndarray(np.full((32, 32, 3), 40 * i, np.uint8), "rgb24")
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    pairs = list_pairs(video=video, start=1, count=2, gap=3)
+    assert [n for n, _, _ in pairs] == ["clip_00001__00004", "clip_00002__00005"]
+    levels = [(a.mean() / 40.0, b.mean() / 40.0) for _, a, b in pairs]
+    np.testing.assert_allclose(levels, [(1, 4), (2, 5)], atol=0.15)
+    with pytest.raises(UserError, match="do not fit"):
+        list_pairs(video=video, start=4, count=1, gap=3)
 
 
 def _write_pair(tmp_path, size=(48, 96)):
