@@ -124,13 +124,20 @@ def interpolation_quality(models, inputs, targets, log=print):
             [peers.midpoint_warp(p[..., :3], p[..., 3:]) for p in x])
     else:
         log("skipping DIS midpoint warp: %s" % reason)
+    try:
+        import skimage.metrics  # noqa: F401
+        with_ssim = True
+    except ImportError:
+        with_ssim = False
+        log("no SSIM: scikit-image is missing (pip install -e .[eval])")
     rows = []
     for label, predict in predictors.items():
         preds = predict(inputs)  # [N, H, W, 3]
         rows.append({"method": label,
                      "psnr": float(np.mean(psnr_numpy(preds, targets))),
                      "ssim": float(np.mean([ssim(np.clip(p, 0, 1), t)
-                                            for p, t in zip(preds, targets)])),
+                                            for p, t in zip(preds, targets)]))
+                     if with_ssim else None,
                      "triplets": int(len(inputs))})
     return rows
 
@@ -158,8 +165,8 @@ def markdown_table(rows, interpolation=None, skipped=None):
     if interpolation:
         lines += ["", "| middle frame | PSNR dB | SSIM | triplets |", "|---|---|---|---|"]
         for r in interpolation:
-            lines.append("| %s | %.2f | %.4f | %d |" % (r["method"], r["psnr"], r["ssim"],
-                                                         r["triplets"]))
+            lines.append("| %s | %.2f | %s | %d |" % (r["method"], r["psnr"], _fmt(r["ssim"], 4),
+                                                       r["triplets"]))
     return "\n".join(lines) + "\n"
 
 

@@ -101,8 +101,9 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
         matcher = Matcher(prefix)
         rows = interpolation_quality({"model": matcher}, inputs, targets, log)
         matcher.close()
-        card["validation"] = {r["method"]: {"psnr": round(r["psnr"], 3), "ssim": round(r["ssim"], 4)}
-                              for r in rows}
+        card["validation"] = {r["method"]: {"psnr": round(r["psnr"], 3),
+                                            "ssim": None if r["ssim"] is None
+                                            else round(r["ssim"], 4)} for r in rows}
         card["validation"]["triplets"] = int(len(inputs))
     if evaluation:
         try:
