@@ -1,8 +1,5 @@
-"""Export a trained run as a model folder with a card (e.g. the packaged default model).
-
-  python scripts/export_model.py --run runs/cpu_small --out vidcorr/models/default \
-      [--evaluation evaluation/default.json] [--notes "..."]
-"""
+"""``python scripts/export_model.py``: the program ``vidcorr-export``
+(:func:`vidcorr.cli.export_main`; ``--help`` lists its arguments)."""
 
 import sys
 

@@ -1,4 +1,5 @@
-"""Train the MIND interpolation network: python scripts/train.py --config configs/X.json"""
+"""``python scripts/train.py``: the program ``vidcorr-train``
+(:func:`vidcorr.cli.train_main`; ``--help`` lists its arguments)."""
 
 import sys
 

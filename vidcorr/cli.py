@@ -53,12 +53,12 @@ def train_main(argv=None):
 
 def correspond_main(argv=None):
     """Find matches between frames with a trained MIND network.
-    
+
       python scripts/correspond.py FRAME_T FRAME_T2 [--checkpoint RUN] [--out DIR]
       python scripts/correspond.py --pairs LIST.txt      (one "frame_t frame_t2" per line)
       python scripts/correspond.py --frames DIR --gap 2  (consecutive frames of a folder)
       python scripts/correspond.py --video FILE --start 100 --count 3 --gap 2
-    
+
     Per pair it writes NAME.npz, NAME.txt (a table), NAME.flo and NAME_kitti.png
     (sparse flow t -> t+2) and NAME.png (a picture) into the output folder."""
     parser = argparse.ArgumentParser(description=inspect.cleandoc(correspond_main.__doc__),
@@ -106,10 +106,10 @@ def correspond_main(argv=None):
 
 def evaluate_main(argv=None):
     """Evaluate matches against ground truth, side by side with classic matchers.
-    
-      python scripts/evaluate.py [--checkpoint RUN ...] [--untrained 0.25] [--pairs motorcycle,grove3]
-      python scripts/evaluate.py --checkpoint RUN --gt-pair IMG1 IMG2 GROUND_TRUTH [--gt-kind disparity]
-    
+
+      vidcorr-evaluate [--checkpoint RUN ...] [--untrained 0.25] [--pairs motorcycle,grove3]
+      vidcorr-evaluate --checkpoint RUN --gt-pair IMG1 IMG2 GROUND_TRUTH [--gt-kind disparity]
+
     Each pair is downscaled to --width columns (384; the ground truth scaled with
     it). vidcorr and the dense peers are scored at the same grid points (--stride),
     SIFT on its own keypoints. With a trained checkpoint (or --config), the
@@ -167,7 +167,7 @@ def evaluate_main(argv=None):
 
 def export_main(argv=None):
     """Export a trained run as a model folder with a card (e.g. the packaged default model).
-    
+
       python scripts/export_model.py --run runs/cpu_small --out vidcorr/models/default \
           [--evaluation evaluation/default.json] [--notes "..."]"""
     parser = argparse.ArgumentParser(description=inspect.cleandoc(export_main.__doc__),

@@ -4,7 +4,8 @@ Every other module does ``from vidcorr.compat import tf``. This module imports
 ``tensorflow.compat.v1`` and disables v2 behaviour, so the same graph-mode code
 runs on TensorFlow 1.15 (Python 3.7) and on TensorFlow 2.x (Python 3.8+, as
 setup.py installs it). It also holds the few helpers whose behaviour differs
-between the two lines or that depend on the device: ``smart_cond``, GPU detection and session configuration.
+between the two lines or that depend on the device: ``smart_cond``, GPU
+detection and session configuration.
 """
 
 import os

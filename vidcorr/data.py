@@ -13,7 +13,8 @@ step it starts from (so a resumed run draws a reproducible stream).
 With ``data.layered_fraction`` > 0, that fraction of the training triplets
 is made instead from two random training frames as translating layers with
 known motion up to ``data.max_motion`` pixels per frame step, on a lattice
-of ``1 / data.motion_supersample`` pixels (see :mod:`vidcorr.layered`): real texture, but motion large enough that the
+of ``1 / data.motion_supersample`` pixels (see :mod:`vidcorr.layered`): real
+texture, but motion large enough that the
 network has to learn to move content. Validation triplets are always real.
 """
 

@@ -22,7 +22,8 @@ from typing import Tuple
 
 __all__ = ["MODEL_SCOPE", "ENCODER_CHANNELS", "DECODER_CHANNELS", "CONVS_PER_ENCODER_BLOCK",
            "CONVS_PER_DECODER_BLOCK", "PAPER_SKIPS", "RESIDUALS", "ACTIVATIONS", "MULTIPLE",
-           "MAX_KERNEL_SIZE", "NUM_BITS_RANGE", "LOSSES", "NetworkSpec", "Layer", "channel_plan", "layer_plan",
+           "MAX_KERNEL_SIZE", "NUM_BITS_RANGE", "LOSSES", "NetworkSpec", "Layer", "channel_plan",
+           "layer_plan",
            "padded_size", "plan_flops", "CHANNEL_AXIS"]
 
 MODEL_SCOPE = "mind"  # the network's outer variable scope in every graph and checkpoint
