@@ -7,6 +7,7 @@ line and an exit code (:func:`vidcorr.errors.run_cli`).
 
 import argparse
 import inspect
+import sys
 
 from vidcorr.config import load_config
 from vidcorr.correspond import correspond_pairs, list_pairs
@@ -44,6 +45,10 @@ def train_main(argv=None):
                             interrupted="interrupted before training started; nothing was saved")
     if code:
         return code
+    if results["interrupted"]:  # saved, but not finished: a scheduler must be able to tell
+        print("interrupted at step %d (signal %d); saved %s; resume with --resume"
+              % (results["step"], results["signal"], results["checkpoint"]), file=sys.stderr)
+        return 128 + results["signal"]
     print("done: step %d, validation PSNR %.2f dB vs frame average %.2f dB, checkpoint %s"
           % (results["step"], results["val_psnr"], results["baseline_psnr"],
              results["checkpoint"]))

@@ -265,7 +265,7 @@ class Trainer(object):
                      % (self._stop_signal, self.step, last_saved))
         results.update(self._report_validation(" [final]"))
         results.update(step=self.step, checkpoint=last_saved, samples_per_second=rate,
-                       interrupted=self._stop_signal is not None,
+                       interrupted=self._stop_signal is not None, signal=self._stop_signal,
                        train_loss=float(np.mean(losses[-20:])) if losses else None)
         return results
 
