@@ -32,20 +32,9 @@ from vidcorr.gradients import grid_points  # noqa: E402
 from vidcorr.groundtruth import builtin_pair  # noqa: E402
 from vidcorr.inference import MODEL_SCOPE, load_folded_weights, run_config  # noqa: E402
 from vidcorr.layered import subpixel_layered_triplet  # noqa: E402
-from vidcorr.matching import Matcher, refine_peaks  # noqa: E402
+from vidcorr.matching import Matcher, centroid_peaks, refine_peaks  # noqa: E402
 from vidcorr.metrics import coverage_accuracy, endpoint_errors  # noqa: E402
 from vidcorr.network import mind, padding_for  # noqa: E402
-
-
-def centroid_peaks(peak_xy, patch):
-    """Sub-pixel peaks as the centroid of the 3x3 neighbourhood (values shifted to >= 0)."""
-    p = patch.reshape(patch.shape[:-1] + (3, 3)).astype(np.float64)
-    p = p - p.min(axis=(-1, -2), keepdims=True)
-    total = np.maximum(p.sum(axis=(-1, -2)), 1e-12)
-    off = np.array([-1.0, 0.0, 1.0])
-    dx = (p.sum(axis=-2) * off).sum(-1) / total
-    dy = (p.sum(axis=-1) * off).sum(-1) / total
-    return np.stack([peak_xy[..., 0] + dx, peak_xy[..., 1] + dy], axis=-1)
 
 
 def direct_term_peaks(matcher, frame_t, frame_t2, points):
@@ -90,7 +79,7 @@ def study_pair(matchers, frame_t, frame_t2, points, errors_of):
         res = graph.run(points)
         variants = {"none": res["peak_xy"].astype(np.float64),
                     "quadratic": refine_peaks(res["peak_xy"], res["patch"], w, h),
-                    "centroid 3x3": centroid_peaks(res["peak_xy"], res["patch"])}
+                    "centroid 3x3": centroid_peaks(res["peak_xy"], res["patch"], w, h)}
         for name, pos in variants.items():
             rows["sensitivity %s, %s" % (norm, name)] = errors_of(pos[:, 0], pos[:, 1])
         if norm == "l2":

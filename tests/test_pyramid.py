@@ -13,7 +13,7 @@ from vidcorr.pyramid import build_pyramid, densify, levels_that_fit, sample_fiel
 from vidcorr.video import read_image
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
-MODEL_TOLERANCE = 3.0  # px, the packaged model's median error on this pair is measured below
+MODEL_TOLERANCE = 2.0  # px; the packaged model's median error on this pair measured 1.42 px
 
 
 def test_warp_by_a_whole_pixel_field_is_a_shift(rng):

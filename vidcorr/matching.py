@@ -5,7 +5,9 @@ once (batch norm folded), builds one :class:`vidcorr.gradients.SensitivityGraph`
 per image size (cached), and turns the reduced sensitivities into matches:
 for each grid point p of the middle frame, the peak of its sensitivity in
 frame t, ``(x1, y1)``, and in frame t+2, ``(x3, y3)``, refined to sub-pixel
-precision by a quadratic fit on the 3x3 neighbourhood, with a confidence
+precision by the centroid of the 3x3 neighbourhood (or a quadratic fit,
+``refine="quadratic"``; the centroid measured better in
+``benchmarks/precision_study.py``), with a confidence
 ``1 - second / peak`` (the best value outside a radius against the peak; the
 lower of the two frames). An optional consistency check runs the pair in
 swapped order and keeps matches that agree within a tolerance.
@@ -30,7 +32,8 @@ from vidcorr.pyramid import build_pyramid, densify, levels_that_fit, sample_fiel
     upsample_field, warp
 from vidcorr.video import read_image, resize_float
 
-__all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "MIN_SIZE", "DEFAULT_LEVELS"]
+__all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "centroid_peaks", "REFINEMENTS",
+           "MIN_SIZE", "DEFAULT_LEVELS"]
 
 MIN_SIZE = 32
 DEFAULT_LEVELS = 3
@@ -88,6 +91,33 @@ def refine_peaks(peak_xy, patch, width, height):
     dx = offset(p[..., 1, 0], p[..., 1, 2], x > 0, x < width - 1)
     dy = offset(p[..., 0, 1], p[..., 2, 1], y > 0, y < height - 1)
     return np.stack([x + dx, y + dy], axis=-1)
+
+
+def centroid_peaks(peak_xy, patch, width, height):
+    """Sub-pixel peaks as the centroid of the 3x3 neighbourhood above its minimum.
+
+    Args:
+      peak_xy: ``[..., 2]`` integer (x, y) peaks.
+      patch: ``[..., 9]`` the 3x3 values around each peak, row-major.
+      width: map width (peaks on the border are not moved across it).
+      height: map height.
+
+    Returns:
+      ``[..., 2]`` float (x, y), each moved by less than one pixel.
+    """
+    p = patch.reshape(patch.shape[:-1] + (3, 3)).astype(np.float64)
+    p = p - p.min(axis=(-1, -2), keepdims=True)
+    total = np.maximum(p.sum(axis=(-1, -2)), 1e-12)
+    off = np.array([-1.0, 0.0, 1.0])
+    dx = (p.sum(axis=-2) * off).sum(-1) / total
+    dy = (p.sum(axis=-1) * off).sum(-1) / total
+    x, y = peak_xy[..., 0], peak_xy[..., 1]
+    dx = np.where((x > 0) & (x < width - 1), dx, 0.0)
+    dy = np.where((y > 0) & (y < height - 1), dy, 0.0)
+    return np.stack([x + dx, y + dy], axis=-1)
+
+
+REFINEMENTS = {"centroid": centroid_peaks, "quadratic": refine_peaks}
 
 
 class Matches(object):
@@ -164,6 +194,8 @@ class Matcher(object):
       threads: intra-op threads.
       max_pixels_per_run: at most this many pixels per ``sess.run`` (default:
         the whole grid in one).
+      refine: sub-pixel step on the 3x3 neighbourhood of each peak,
+        ``"centroid"`` or ``"quadratic"``.
       levels: pyramid levels of the coarse-to-fine read-out (1: a single
         read-out at full size; fewer are used when the coarsest level would
         be smaller than 32 pixels).
@@ -174,9 +206,13 @@ class Matcher(object):
 
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
                  max_size=None, device=None, threads=None, max_pixels_per_run=None,
-                 levels=DEFAULT_LEVELS):
+                 levels=DEFAULT_LEVELS, refine="centroid"):
         if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
             raise UserError("levels must be an integer >= 1, got %r" % (levels,))
+        if refine not in REFINEMENTS:
+            raise UserError("refine must be one of %s, got %r"
+                            % (", ".join(REFINEMENTS), refine))
+        self.refine = REFINEMENTS[refine]
         self.levels = levels
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
@@ -273,7 +309,7 @@ class Matcher(object):
             graph.set_images(img_a, img_b)
             name = desc if levels == 1 else "%s (level %d)" % (desc, level)
             res = graph.run(grid, progress=progress, desc=name)
-            pos = refine_peaks(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
+            pos = self.refine(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
             if fields is not None:  # a peak in a warped frame: map it back through the warp
                 pos = np.stack([pos[:, f] + sample_field(fields[f], pos[:, f])
                                 for f in (0, 1)], axis=1)
