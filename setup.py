@@ -23,6 +23,7 @@ INSTALL_REQUIRES = [
     "scipy",
     "pillow",
     "tqdm",
+    "pypng",
 ]
 
 EXTRAS = {

@@ -2,20 +2,21 @@
 
 KITTI flow PNGs are 16-bit RGB: ``R = u * 64 + 2^15``, ``G = v * 64 + 2^15``,
 ``B = 1`` where the flow is valid, 0 elsewhere. Pillow cannot write 16-bit
-RGB, so a small PNG codec (zlib, all five row filters on reading) lives here.
+RGB; they are read and written with pypng (OpenCV, as RAFT uses, reads and
+writes the same files: tested).
 """
 
 import struct
 import zlib
 
 import numpy as np
+import png
 
 from vidcorr.errors import UserError
 
 __all__ = ["write_flo", "read_flo", "write_kitti_flow", "read_kitti_flow", "FLO_MAGIC"]
 
 FLO_MAGIC = 202021.25
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def write_flo(path, flow):
@@ -48,78 +49,33 @@ def read_flo(path):
     return np.frombuffer(data, "<f4").reshape(height, width, 2).astype(np.float32)
 
 
-def _chunk(kind, data):
-    return (struct.pack(">I", len(data)) + kind + data +
-            struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
-
-
 def _write_png16(path, rgb):
+    """Writes ``[H, W, 3]`` uint16 as a 16-bit RGB PNG (pypng)."""
     height, width, _ = rgb.shape
-    raw = np.zeros((height, 1 + width * 6), np.uint8)  # filter byte 0 per row
-    raw[:, 1:] = rgb.astype(">u2").view(np.uint8).reshape(height, width * 6)
     with open(path, "wb") as f:
-        f.write(_PNG_SIGNATURE)
-        f.write(_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)))
-        f.write(_chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)))
-        f.write(_chunk(b"IEND", b""))
-
-
-def _unfilter(raw, height, stride, bpp):
-    out = np.zeros((height, stride), np.int32)
-    prev = np.zeros(stride, np.int32)
-    pos = 0
-    for y in range(height):
-        kind = raw[pos]
-        line = raw[pos + 1:pos + 1 + stride].astype(np.int32)
-        pos += 1 + stride
-        if kind == 0:
-            cur = line
-        elif kind == 2:
-            cur = (line + prev) & 0xff
-        else:
-            cur = np.zeros(stride, np.int32)
-            for x in range(stride):
-                a = cur[x - bpp] if x >= bpp else 0
-                b = prev[x]
-                c = prev[x - bpp] if x >= bpp else 0
-                if kind == 1:
-                    pred = a
-                elif kind == 3:
-                    pred = (a + b) // 2
-                else:  # Paeth
-                    p = a + b - c
-                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                cur[x] = (line[x] + pred) & 0xff
-        out[y] = cur
-        prev = cur
-    return out.astype(np.uint8)
+        png.Writer(width, height, bitdepth=16, greyscale=False).write(
+            f, np.asarray(rgb, np.uint16).reshape(height, width * 3))
 
 
 def _read_png16(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    if not data.startswith(_PNG_SIGNATURE):
-        raise UserError("%s is not a PNG file" % path)
-    pos, idat, header = 8, [], None
-    while pos + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat.append(body)
-        pos += 12 + length
-    if header is None or header[2] != 16 or header[3] != 2 or header[6] != 0:
-        raise UserError("%s is not a 16-bit RGB PNG (a KITTI flow file)" % path)
-    width, height = header[0], header[1]
+    """Reads a 16-bit RGB PNG as ``[H, W, 3]`` uint16 (pypng; any row filter, interlacing).
+
+    Raises:
+      UserError: if the file is missing, not a PNG, corrupt, or not 16-bit RGB.
+    """
     try:
-        raw = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8)
-    except zlib.error as err:
+        reader = png.Reader(filename=path)
+        width, height, rows, info = reader.read()
+        if info["bitdepth"] != 16 or info["planes"] != 3 or info.get("palette"):
+            raise UserError("%s is not a 16-bit RGB PNG (a KITTI flow file)" % path)
+        return np.vstack([np.asarray(row, np.uint16) for row in rows]).reshape(
+            height, width, 3)
+    except png.FormatError as err:
+        raise UserError("%s is not a PNG file or is corrupt: %s" % (path, err))
+    except (png.ChunkError, zlib.error, ValueError) as err:
         raise UserError("%s is corrupt: %s" % (path, err))
-    rows = _unfilter(raw, height, width * 6, 6)
-    return rows.reshape(height, width * 3, 2).view(">u2").reshape(height, width, 3).astype(
-        np.uint16)
+    except OSError as err:
+        raise UserError("cannot read flow file %s: %s" % (path, err))
 
 
 def write_kitti_flow(path, flow):

@@ -201,7 +201,7 @@ class Matcher(object):
         be smaller than 32 pixels).
 
     Raises:
-      UserError: for a missing or incompatible checkpoint, or bad ``levels``.
+      UserError: for a missing or incompatible checkpoint, bad ``levels`` or ``refine``.
     """
 
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
