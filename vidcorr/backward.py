@@ -18,10 +18,8 @@ for a whole batch of cotangents ``[N, ...]`` at one fixed batch-1 input:
   layers would otherwise cost as much as the encoder's.
 
 Why not ``tf.gradients`` under ``tf.vectorized_map`` (pfor): on TF 1.15's CPU
-kernels ``Conv2DBackpropInput`` runs at less than half the speed of
-``Conv2D`` (1.46 s against 0.67 s for 16 x 128 x 384 x 96 -> 96 channels,
-3x3, 2 threads; TF 2.21's oneDNN kernels take 0.45 s for both), so pfor's
-backward pass ran at 2.4x the time of a forward pass there. pfor also broadcasts
+kernels ``Conv2DBackpropInput`` (the input gradient of a convolution) is much
+slower than ``Conv2D``, which this pass uses instead, and pfor also broadcasts
 every ReLU's features to the batch before ``ReluGrad``. Figures for both
 lines are in ``benchmarks/bench_gradients.py``'s output and the README.
 
