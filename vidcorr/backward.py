@@ -141,7 +141,6 @@ class BatchedVJP(object):
         return self._backward(Window(data, oy, ox, height, width, align=2))
 
     def _backward(self, cotangents):
-        self.windowed = []  # the ops this call followed in windows (for tests and benchmarks)
         grads = {self.ys.name: [cotangents]}
         for op, deps in reversed(self._ops):
             incoming = grads.pop(op.outputs[0].name, None)
@@ -151,8 +150,6 @@ class BatchedVJP(object):
             prepared, results = self._prepared[op.name], None
             if isinstance(g, Window) and not g.too_big() and op.type in WINDOW_RULES:
                 results = WINDOW_RULES[op.type](op, g, prepared, deps)
-                if results is not None:
-                    self.windowed.append(op.type)
             if results is None:
                 results = RULES[op.type].apply(op, dense(g), prepared, deps)
             for i, grad in results:
