@@ -26,15 +26,25 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from vidcorr.compat import session_config, tf  # noqa: E402
+from vidcorr.compat import tf  # noqa: E402
 from vidcorr.data import TripletData  # noqa: E402
 from vidcorr.gradients import grid_points  # noqa: E402
 from vidcorr.groundtruth import builtin_pair  # noqa: E402
-from vidcorr.inference import MODEL_SCOPE, load_folded_weights, run_config  # noqa: E402
+from vidcorr.inference import MODEL_SCOPE, FoldedGraph, run_config  # noqa: E402
 from vidcorr.layered import subpixel_layered_triplet  # noqa: E402
 from vidcorr.matching import Matcher, centroid_peaks, refine_peaks  # noqa: E402
 from vidcorr.metrics import coverage_accuracy, endpoint_errors  # noqa: E402
 from vidcorr.network import mind, padding_for  # noqa: E402
+
+
+class _LogitsGraph(FoldedGraph):
+    """The folded network's kernel-head logits for one image size."""
+
+    def _build(self, spec):
+        self.inputs = tf.placeholder(tf.float32, [1, self.height, self.width, 6])
+        endpoints = {}
+        mind(self.inputs, False, spec=spec, folded=True, endpoints=endpoints, name=MODEL_SCOPE)
+        self.logits = endpoints["logits"]  # [1, H', W', 2K^2], padded size
 
 
 def direct_term_peaks(matcher, frame_t, frame_t2, points):
@@ -43,15 +53,10 @@ def direct_term_peaks(matcher, frame_t, frame_t2, points):
     h, w = frame_t.shape[:2]
     top, _, left, _ = padding_for(h, w)
     k, r = spec.kernel_size, spec.kernel_size // 2
-    graph = tf.Graph()
-    with graph.as_default():
-        inputs = tf.placeholder(tf.float32, [1, h, w, 6])
-        endpoints = {}
-        mind(inputs, False, spec=spec, folded=True, endpoints=endpoints, name=MODEL_SCOPE)
-        with tf.Session(graph=graph, config=session_config()) as sess:
-            load_folded_weights(sess, matcher.weights)
-            logits = sess.run(endpoints["logits"],
-                              {inputs: np.concatenate([frame_t, frame_t2], -1)[None]})[0]
+    graph = _LogitsGraph(spec, h, w, matcher.weights)
+    logits = graph.sess.run(graph.logits,
+                            {graph.inputs: np.concatenate([frame_t, frame_t2], -1)[None]})[0]
+    graph.close()
     z = logits[points[:, 1] + top, points[:, 0] + left].astype(np.float64)  # [N, 2K^2]
     weights = np.exp(z - z.max(-1, keepdims=True))
     weights = (weights / weights.sum(-1, keepdims=True)).reshape(-1, 2, k, k)  # frame, dy, dx
