@@ -70,3 +70,51 @@ def test_export_errors(random_checkpoint, tmp_path):
     with pytest.raises(UserError, match="checkpoint not found"):
         export_model(str(tmp_path / "nothing"), str(tmp_path / "m"), log=lambda m: None)
     assert not os.path.exists(str(tmp_path / "m"))
+
+
+def _contents(folder):
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as f:
+            out[name] = f.read()
+    return out
+
+
+def test_export_never_replaces_a_training_run(trained_tiny, tmp_path):
+    """Exporting onto the run itself or onto another run is refused, byte for byte intact."""
+    import shutil
+
+    config, _ = trained_tiny
+    run = config.train.run_dir
+    other = str(tmp_path / "other_run")
+    shutil.copytree(run, other)
+    before_run, before_other = _contents(run), _contents(other)
+    assert any(n.startswith("events.") for n in before_other)
+    with pytest.raises(UserError, match="is the run being exported"):
+        export_model(run, run, interpolation=False, log=lambda m: None)
+    with pytest.raises(UserError, match="is the run being exported"):  # a prefix in the run
+        export_model(tf.train.latest_checkpoint(run), run + "/", interpolation=False,
+                     log=lambda m: None)
+    with pytest.raises(UserError, match="not an earlier export"):
+        export_model(run, other, interpolation=False, log=lambda m: None)
+    assert _contents(run) == before_run and _contents(other) == before_other
+    stray = tmp_path / "notes"
+    stray.mkdir()
+    (stray / "todo.txt").write_text("mine")
+    with pytest.raises(UserError, match="not an earlier export"):
+        export_model(run, str(stray), interpolation=False, log=lambda m: None)
+    assert (stray / "todo.txt").read_text() == "mine"
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(UserError, match="not a folder"):
+        export_model(run, str(a_file), interpolation=False, log=lambda m: None)
+    # an earlier export is replaced, and an empty folder is used
+    out = str(tmp_path / "exported")
+    export_model(run, out, notes="first", interpolation=False, log=lambda m: None)
+    export_model(run, out, notes="second", interpolation=False, log=lambda m: None)
+    with open(os.path.join(out, "card.json")) as f:
+        assert json.load(f)["notes"] == "second"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    export_model(run, str(empty), interpolation=False, log=lambda m: None)
+    assert "card.json" in os.listdir(str(empty))

@@ -159,3 +159,24 @@ def test_data_config_supersample_feeds_subpixel_layers(tmp_path):
         config_from_dict({"data": dict(base, motion_supersample=0)})
     with pytest.raises(UserError, match="layered_fraction"):
         config_from_dict({"data": dict(base, max_motion=0.2, motion_supersample=2)})
+
+
+@pytest.mark.parametrize("power", [1.0, 2.0, 3.0])
+def test_velocity_distribution_against_its_closed_form(power):
+    """P(|v| <= k) = (k + 1/2) / (m + 1/2) to the power 1/p (uniform on {-m..m} at p = 1)."""
+    from vidcorr.layered import random_velocity
+
+    rng = np.random.RandomState(5)
+    m = 6
+    v = np.array([random_velocity(rng, m + 0.7, power) for _ in range(20000)])  # [N, 2]
+    assert v.dtype.kind == "i" and np.abs(v).max() == m
+    for k in range(m + 1):
+        expected = ((k + 0.5) / (m + 0.5)) ** (1.0 / power)
+        assert np.mean(np.abs(v) <= k) == pytest.approx(expected, abs=0.01)
+    assert abs(np.mean(v)) < 0.05  # symmetric
+
+
+def test_motion_power_is_validated():
+    base = {"sources": ["x.mp4"], "layered_fraction": 0.5}
+    with pytest.raises(UserError, match="motion_power"):
+        config_from_dict({"data": dict(base, motion_power=0.5)})

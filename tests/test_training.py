@@ -68,6 +68,53 @@ def test_resume_continues_step_and_restores_weights(tmp_path):
     assert checkpoints.checkpoint_step(checkpoints.find_checkpoint(config.train.run_dir)) == 9
 
 
+def test_resume_from_a_checkpoint_without_optimizer_state(tmp_path):
+    """An exported model as the run: the network and step come back, Adam starts afresh."""
+    from vidcorr.export import export_model
+
+    config = _quick(tmp_path, steps=4, checkpoint_every=4, validate_every=100)
+    train(config, progress=False, log=lambda m: None)
+    exported = str(tmp_path / "exported")
+    export_model(config.train.run_dir, exported, interpolation=False, log=lambda m: None)
+    lines = []
+    trainer = Trainer(config.replace(train={"run_dir": exported, "steps": 6}), resume=True,
+                      log=lines.append, progress=False).setup()
+    try:
+        assert trainer.step == 4
+        prefix = checkpoints.find_checkpoint(exported)
+        with trainer.graph.as_default():
+            for var, value in zip(trainer.network_variables,
+                                  trainer.sess.run(trainer.network_variables)):
+                np.testing.assert_array_equal(value, tf.train.load_variable(prefix, var.op.name))
+        assert any("without optimizer state" in line for line in lines), lines
+        assert trainer.train()["step"] == 6
+    finally:
+        trainer.close()
+
+
+def test_resume_keeps_rotating_older_checkpoints(tmp_path):
+    """keep_checkpoints counts the checkpoints of earlier processes too."""
+    config = _quick(tmp_path, steps=4, checkpoint_every=1, validate_every=100,
+                    keep_checkpoints=3)
+    train(config, progress=False, log=lambda m: None)
+    run = config.train.run_dir
+    train(config.replace(train={"steps": 6}), resume=True, progress=False, log=lambda m: None)
+    kept = sorted(int(n.split("-")[1].split(".")[0]) for n in os.listdir(run)
+                  if n.endswith(".index"))
+    assert kept == [4, 5, 6]
+    state = tf.train.get_checkpoint_state(run)
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
+        "model.ckpt-4", "model.ckpt-5", "model.ckpt-6"]
+
+
+def test_resume_without_a_checkpoint_says_so(tmp_path):
+    config = _quick(tmp_path, steps=1, validate_every=100)
+    lines = []
+    results = train(config, resume=True, progress=False, log=lines.append)
+    assert results["step"] == 1
+    assert any("no checkpoint yet; starting from step 0" in line for line in lines), lines
+
+
 def test_resume_refuses_a_different_model(tmp_path):
     config = _quick(tmp_path, steps=2, checkpoint_every=2)
     train(config, progress=False, log=lambda m: None)

@@ -50,6 +50,7 @@ class DataConfig:
     max_motion: float = 2.0
     layered_fraction: float = 0.0
     motion_supersample: int = 1
+    motion_power: float = 1.0
     velocity: Tuple[float, ...] = ()
     val_split: str = "time"
     val_fraction: float = 0.1
@@ -69,6 +70,8 @@ class DataConfig:
         _check(0 <= self.layered_fraction <= 1, "data.layered_fraction", "must be in [0, 1]")
         _check(1 <= self.motion_supersample <= 8, "data.motion_supersample",
                "must be from 1 (whole-pixel layer motion) to 8")
+        _check(1 <= self.motion_power <= 4, "data.motion_power",
+               "must be from 1 (uniform layer velocities) to 4 (most of them small)")
         _check(self.layered_fraction == 0 or (self.max_motion * self.motion_supersample >= 1
                                               and not self.synthetic),
                "data.layered_fraction", "needs real sources and data.max_motion of at least "

@@ -124,10 +124,11 @@ class TripletData(object):
         if c.motion_supersample > 1:
             frames, _ = subpixel_layered_triplet(rng, background, foreground, self.crop[0],
                                                  self.crop[1], c.max_motion,
-                                                 c.motion_supersample)  # [3, h, w, 3] 0-255
+                                                 c.motion_supersample,
+                                                 c.motion_power)  # [3, h, w, 3] 0-255
         else:
             frames, _ = layered_triplet(rng, background, foreground, self.crop[0], self.crop[1],
-                                        c.max_motion)  # [3, h, w, 3] uint8
+                                        c.max_motion, c.motion_power)  # [3, h, w, 3] uint8
         return frames.astype(np.float32) / 255.0
 
     def _real(self, rng, ranges):

@@ -13,6 +13,7 @@ run directory; ``vidcorr/models/default`` is one.
 import datetime
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -25,6 +26,33 @@ __all__ = ["export_model", "CARD_FILE", "MAX_MODEL_MB"]
 
 CARD_FILE = "card.json"
 MAX_MODEL_MB = 25.0
+# Everything an export writes; a folder holding anything else is not replaced.
+_EXPORT_FILE = re.compile(r"^(card\.json|config\.json|checkpoint|"
+                          r"model\.ckpt-\d+\.(index|data-\d+-of-\d+))$")
+
+
+def _check_out(out, prefix):
+    """Refuses an ``out`` whose replacement would lose anything but an earlier export.
+
+    Raises:
+      UserError: if ``out`` is the run (or holds the checkpoint) being exported, is
+        a file, or is a non-empty folder that is not an earlier export (a
+        training run: checkpoints, optimizer state, events).
+    """
+    target = os.path.realpath(out)
+    source = os.path.realpath(os.path.dirname(prefix))
+    if target == source:
+        raise UserError("--out %s is the run being exported; choose another folder" % out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UserError("--out %s exists and is not a folder" % out)
+    if not os.path.isdir(out) or not os.listdir(out):
+        return
+    names = sorted(os.listdir(out))
+    foreign = [n for n in names if not _EXPORT_FILE.match(n)]
+    if CARD_FILE not in names or foreign:
+        raise UserError("--out %s is not empty and is not an earlier export (it holds %s); "
+                        "nothing was written: choose a new folder"
+                        % (out, ", ".join((foreign or names)[:3])))
 
 
 def _save_values(values, step, prefix):
@@ -64,7 +92,8 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
 
     Args:
       run: run directory or checkpoint prefix (with ``config.json`` beside it).
-      out: the folder to write (replaced atomically if it exists).
+      out: the folder to write: new, empty, or an earlier export (replaced
+        atomically); never the run itself or another training run.
       evaluation: optional path to an ``evaluate.py`` JSON report to embed.
       notes: free text for the card.
       interpolation: measure the validation PSNR/SSIM for the card.
@@ -74,12 +103,14 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
       The card as a dict.
 
     Raises:
-      UserError: for a missing checkpoint or config, or a model over 25 MB.
+      UserError: for a missing checkpoint or config, an ``out`` that is not
+        safe to replace (see above), or a model over 25 MB.
     """
     from vidcorr.data import TripletData
     from vidcorr.evaluate import interpolation_quality
     from vidcorr.matching import Matcher
     prefix = checkpoints.find_checkpoint(run)
+    _check_out(out, prefix)
     config = run_config(prefix)
     if config is None:
         raise UserError("%s has no config.json beside it; export needs the run's config" % prefix)
@@ -131,6 +162,7 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
                             % (size_mb, MAX_MODEL_MB))
         with open(os.path.join(staging, CARD_FILE), "w") as f:
             json.dump(card, f, indent=2, sort_keys=True, default=float)
+        _check_out(out, prefix)  # again: the folder may have changed while we measured
         if os.path.isdir(out):
             shutil.rmtree(out)
         os.replace(staging, out)

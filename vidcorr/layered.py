@@ -13,7 +13,10 @@ translates by its own ``v_fg`` on top of it (it occludes what is behind it):
 So the middle-frame pixel p is seen at ``p - v`` in frame t and ``p + v`` in
 frame t+2, with v the velocity of the layer p belongs to. Velocities are
 integer pixel steps (exact copies, no interpolation blur that would tell the
-frames apart), uniform in ``[-max_motion, max_motion]`` per axis. Mixed into
+frames apart), uniform in ``[-max_motion, max_motion]`` per axis, or, with
+``power`` p > 1, ``(max_motion + 1/2) sign(u) |u|^p`` rounded (u uniform in
+[-1, 1]): more of the triplets move by about a pixel, where interpolation is
+most tempted to average instead of move. Mixed into
 training by ``data.layered_fraction``; validation stays on real triplets.
 
 Whole-pixel motion teaches a prior of whole-pixel displacements (the peaks of
@@ -28,7 +31,8 @@ import numpy as np
 
 from vidcorr.video import resize_float
 
-__all__ = ["layered_triplet", "window_size", "ellipse_mask", "subpixel_layered_triplet"]
+__all__ = ["layered_triplet", "window_size", "ellipse_mask", "subpixel_layered_triplet",
+           "random_velocity"]
 
 
 def window_size(height, width, max_motion):
@@ -43,12 +47,28 @@ def ellipse_mask(height, width, centre, radii):
     return (((yy - centre[0]) / radii[0]) ** 2 + ((xx - centre[1]) / radii[1]) ** 2) <= 1.0
 
 
-def _random_velocity(rng, max_motion):
+def random_velocity(rng, max_motion, power=1.0):
+    """A random integer velocity ``(vy, vx)``, each component within ``max_motion``.
+
+    Args:
+      rng: a ``numpy.random.RandomState``.
+      max_motion: bound of each component (its integer part m is used).
+      power: 1 for uniform on ``{-m..m}``; p > 1 draws ``round((m + 1/2) sign(u)
+        |u|^p)`` with u uniform in [-1, 1], so that ``P(|v| <= k) =
+        ((k + 1/2) / (m + 1/2))^(1/p)``.
+
+    Returns:
+      int array ``[2]``.
+    """
     m = int(np.floor(max_motion))
-    return rng.randint(-m, m + 1, size=2)  # (vy, vx), integer pixels per frame step
+    if power == 1:
+        return rng.randint(-m, m + 1, size=2)  # (vy, vx), integer pixels per frame step
+    u = rng.uniform(-1.0, 1.0, size=2)
+    v = np.rint((m + 0.5) * np.sign(u) * np.abs(u) ** power).astype(np.int64)
+    return np.clip(v, -m, m)
 
 
-def layered_triplet(rng, background, foreground, height, width, max_motion):
+def layered_triplet(rng, background, foreground, height, width, max_motion, power=1.0):
     """One layered triplet with integer motion.
 
     Args:
@@ -61,6 +81,7 @@ def layered_triplet(rng, background, foreground, height, width, max_motion):
       width: crop width.
       max_motion: bound of each velocity component, pixels per frame step
         (its integer part is used).
+      power: the velocity distribution's exponent (:func:`random_velocity`).
 
     Returns:
       ``(frames, flow_mid)``: ``[3, height, width, 3]`` (dtype of the inputs)
@@ -83,14 +104,14 @@ def layered_triplet(rng, background, foreground, height, width, max_motion):
         y = rng.randint(layer.shape[0] - wh + 1)
         x = rng.randint(layer.shape[1] - ww + 1)
         windows.append(layer[y:y + wh, x:x + ww])
-    v_bg = _random_velocity(rng, max_motion)
+    v_bg = random_velocity(rng, max_motion, power)
     frames = np.stack([windows[0][m - k * v_bg[0]:m - k * v_bg[0] + height,
                                   m - k * v_bg[1]:m - k * v_bg[1] + width]
                        for k in (-1, 0, 1)])  # [3, h, w, 3]
     flow_mid = np.broadcast_to(v_bg, (height, width, 2)).copy()
     if foreground is None:
         return frames, flow_mid
-    v_fg = _random_velocity(rng, max_motion)
+    v_fg = random_velocity(rng, max_motion, power)
     radii = (rng.uniform(0.15, 0.4) * height, rng.uniform(0.1, 0.3) * width)
     centre = (rng.uniform(0.25, 0.75) * height + m, rng.uniform(0.2, 0.8) * width + m)
     mask = ellipse_mask(wh, ww, centre, radii)  # [wh, ww], in the foreground window
@@ -105,7 +126,7 @@ def layered_triplet(rng, background, foreground, height, width, max_motion):
 
 
 def subpixel_layered_triplet(rng, background, foreground, height, width, max_motion,
-                             supersample):
+                             supersample, power=1.0):
     """A layered triplet with velocities on a ``1 / supersample`` pixel lattice.
 
     The layers' random windows are upsampled ``supersample`` times, moved as
@@ -122,6 +143,8 @@ def subpixel_layered_triplet(rng, background, foreground, height, width, max_mot
       max_motion: bound of each velocity component, pixels per frame step
         (rounded down to the lattice).
       supersample: S >= 1.
+      power: the velocity distribution's exponent (:func:`random_velocity`, on
+        the fine lattice).
 
     Returns:
       ``(frames, flow_mid)``: ``[3, height, width, 3]`` float32 in 0-255 and
@@ -146,7 +169,7 @@ def subpixel_layered_triplet(rng, background, foreground, height, width, max_mot
         windows.append(resize_float(window, wh * s, ww * s) * 255.0)  # [wh S, ww S, 3]
     fine, flow = layered_triplet(rng, windows[0], windows[1] if len(windows) > 1 else None,
                                  height * s, width * s,
-                                 np.floor(max_motion * s + 1e-9))  # [3, hS, wS, 3]
+                                 np.floor(max_motion * s + 1e-9), power)  # [3, hS, wS, 3]
     frames = fine.reshape(3, height, s, width, s, 3).mean(axis=(2, 4))  # [3, h, w, 3]
     flow_mid = flow[s // 2::s, s // 2::s] / float(s)  # [h, w, 2]
     return frames.astype(np.float32), flow_mid

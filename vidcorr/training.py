@@ -113,6 +113,8 @@ class Trainer(object):
         latest = self._check_run_dir()
         start_step = checkpoints.checkpoint_step(latest) if latest else 0
         init_prefix = None
+        if self.resume and not latest:
+            self.log("--resume: %s has no checkpoint yet; starting from step 0" % self.run_dir)
         if c.train.init_from and not latest:
             init_prefix = checkpoints.find_checkpoint(c.train.init_from)
         self.data = TripletData(c.data, log=self.log)
@@ -125,8 +127,7 @@ class Trainer(object):
             self.sess = tf.Session(graph=self.graph, config=session_config(c.train.threads))
             self.sess.run(tf.global_variables_initializer())
             if latest:
-                self.saver.restore(self.sess, latest)
-                self.log("resumed %s at step %d" % (latest, start_step))
+                self._restore(latest, start_step)
             elif init_prefix:
                 restored, _ = checkpoints.restore_matching(
                     self.sess, init_prefix, self.network_variables, require_all=True)
@@ -134,6 +135,31 @@ class Trainer(object):
         self.step = int(self.sess.run(self.global_step))
         self.writer = tf.summary.FileWriter(self.run_dir, self.graph if not latest else None)
         return self
+
+    def _restore(self, latest, start_step):
+        """Restores a resumed run: everything, or, from a checkpoint without optimizer
+        state (an export), the network and the step with a fresh Adam state."""
+        try:
+            held = {name for name, _ in tf.train.list_variables(latest)}
+        except (tf.errors.OpError, ValueError) as err:
+            raise UserError("cannot read checkpoint %s: %s" % (latest, err))
+        lacking = [v.op.name for v in tf.global_variables() if v.op.name not in held]
+        if not lacking:
+            self.saver.restore(self.sess, latest)
+            self.log("resumed %s at step %d" % (latest, start_step))
+        else:
+            checkpoints.restore_matching(self.sess, latest,
+                                         self.network_variables + [self.global_step],
+                                         require_all=True)
+            self.log("resumed %s at step %d without optimizer state (it has none, e.g. an "
+                     "exported model): Adam starts afresh" % (latest, start_step))
+        # The saver forgets checkpoints of earlier processes unless told: without this
+        # keep_checkpoints would never delete them.
+        state = tf.train.get_checkpoint_state(self.run_dir)
+        older = [os.path.join(self.run_dir, os.path.basename(p))
+                 for p in (state.all_model_checkpoint_paths if state else [])]
+        self.saver.recover_last_checkpoints(
+            [p for p in older if os.path.isfile(p + ".index")])
 
     def _build(self, start_step):
         c = self.config
