@@ -242,4 +242,82 @@ def test_correspond_script_bad_input_leaves_nothing(random_checkpoint, tmp_path)
         lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
         assert len(lines) == 1 and message in lines[0], proc.stderr
         assert "Traceback" not in proc.stderr
-        assert not out.exists() or not os.listdir(str(out))
+        assert not out.exists()  # a failed run leaves no empty folder either
+
+
+def test_correspond_script_bad_out_fails_before_work(random_checkpoint, tmp_path):
+    """A file as --out, a folder under a file, an output that is a folder: one line each."""
+    a, b = _write_pair(tmp_path)
+    a_file = tmp_path / "file"
+    a_file.write_text("keep")
+    blocked = tmp_path / "blocked"
+    (blocked / "f0__f2.png").mkdir(parents=True)
+    cases = [(str(a_file), "exists and is not a folder"),
+             (str(a_file / "sub"), "cannot be written"),
+             ("/proc/vidcorr-out", "cannot be written"),
+             (str(blocked), "f0__f2.png: it is a folder")]
+    for out, message in cases:
+        proc = _correspond([a, b, "--checkpoint", random_checkpoint, "--out", out,
+                            "--no-progress", "--max-size", "64"])
+        assert proc.returncode == 2, proc.stderr
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
+        assert len(lines) == 1 and message in lines[0], proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert a_file.read_text() == "keep"
+    assert sorted(os.listdir(str(blocked))) == ["f0__f2.png"]
+    proc = _correspond([a, b, "--checkpoint", random_checkpoint, "--max-size", "-5"])
+    assert proc.returncode == 2 and "max_size must be an integer of at least 32" in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["I;16", "I", "F", "L", "P", "LA", "RGBA", "CMYK", "1"])
+def test_every_image_mode_is_read_at_its_real_range(tmp_path, mode):
+    """A ramp saved in each Pillow mode reads back as the same ramp in [0, 1]."""
+    from PIL import Image
+
+    ramp = np.tile(np.linspace(0.0, 1.0, 64), (8, 1))  # [8, 64]
+    if mode in ("I;16", "I"):
+        img = Image.fromarray(np.rint(ramp * 65535).astype(np.uint16 if mode == "I;16"
+                                                                else np.int32))
+        path, tol = str(tmp_path / "x.png" if mode == "I;16" else tmp_path / "x.tif"), 1e-4
+    elif mode == "F":
+        img, path, tol = Image.fromarray(ramp.astype(np.float32)), str(tmp_path / "x.tif"), 1e-4
+    elif mode == "1":
+        ramp = (ramp > 0.5).astype(np.float64)
+        img, path, tol = Image.fromarray(ramp > 0.5), str(tmp_path / "x.png"), 0.0
+    else:
+        img = Image.fromarray(np.rint(ramp * 255).astype(np.uint8), "L").convert(mode)
+        path, tol = str(tmp_path / ("x.tif" if mode == "CMYK" else "x.png")), 0.5 / 255 + 1e-6
+    img.save(path)
+    with Image.open(path) as check:
+        if mode == "I;16":
+            assert check.mode.startswith("I;16") or check.mode == "I"
+    out = to_rgb_float(path)
+    assert out.shape == (8, 64, 3) and out.dtype == np.float32
+    np.testing.assert_allclose(out, np.repeat(ramp[..., None], 3, axis=2), atol=tol)
+
+
+def test_array_contract(tmp_path):
+    """uint8 0-255, uint16 0-65535, float 0-1; anything else is a clear error."""
+    ramp = np.tile(np.arange(256, dtype=np.uint8), (4, 1))  # [4, 256]
+    np.testing.assert_allclose(to_rgb_float(ramp)[..., 0], ramp / 255.0, atol=1e-7)
+    np.testing.assert_allclose(to_rgb_float(ramp.astype(np.uint16) * 257)[..., 0],
+                               ramp / 255.0, atol=1e-7)
+    np.testing.assert_allclose(to_rgb_float(ramp / 255.0)[..., 0], ramp / 255.0, atol=1e-7)
+    with pytest.raises(UserError, match=r"float images must be in \[0, 1\].*divide by 255"):
+        to_rgb_float(ramp.astype(np.float64))
+    with pytest.raises(UserError, match="uint8 .0-255. or uint16"):
+        to_rgb_float(ramp.astype(np.int64))
+    nan = np.full((8, 8), 0.5)
+    nan[3, 3] = np.nan
+    with pytest.raises(UserError, match="NaN or infinite"):
+        to_rgb_float(nan)
+    with pytest.raises(UserError, match="NaN or infinite"):
+        to_rgb_float(np.full((8, 8), np.inf))
+    with pytest.raises(UserError, match="numeric image array"):
+        to_rgb_float(np.array([["a", "b"], ["c", "d"]]))
+    with pytest.raises(UserError, match="numeric image array"):
+        to_rgb_float(np.ones((8, 8), bool))
+    with pytest.raises(UserError, match="outside 0-65535"):
+        from PIL import Image
+        Image.fromarray(np.full((4, 4), 70000, np.int32)).save(str(tmp_path / "big.tif"))
+        to_rgb_float(str(tmp_path / "big.tif"))

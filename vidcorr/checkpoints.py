@@ -6,12 +6,13 @@ a float checkpoint initialises a quantized graph, a trained model seeds a
 fine-tune without its optimizer state.
 """
 
+import glob
 import os
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
 
-__all__ = ["find_checkpoint", "checkpoint_step", "restore_matching"]
+__all__ = ["find_checkpoint", "checkpoint_step", "restore_matching", "damaged", "restore_all"]
 
 
 def find_checkpoint(path):
@@ -46,12 +47,35 @@ def find_checkpoint(path):
                     "like runs/x/model.ckpt-1000)" % path)
 
 
+def damaged(prefix, err):
+    """The one-line message for a checkpoint whose files cannot be read."""
+    files = sorted(glob.glob(glob.escape(prefix) + ".data-*")) or [prefix + ".index"]
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return "checkpoint %s is damaged or truncated (%s): %s" % (prefix, ", ".join(files), reason)
+
+
+def restore_all(saver, sess, prefix):
+    """``saver.restore`` with a one-line :class:`UserError` for damaged files."""
+    try:
+        saver.restore(sess, prefix)
+    except (tf.errors.OpError, ValueError, IndexError) as err:
+        if isinstance(err, tf.errors.NotFoundError) and "not found in checkpoint" in str(err):
+            raise
+        raise UserError(damaged(prefix, err))
+
+
 def checkpoint_step(prefix):
-    """The ``global_step`` stored in a checkpoint (0 when it has none)."""
+    """The ``global_step`` stored in a checkpoint (0 when it has none).
+
+    Raises:
+      UserError: if the checkpoint's files are damaged.
+    """
     try:
         return int(tf.train.load_variable(prefix, "global_step"))
     except (tf.errors.NotFoundError, ValueError):
         return 0
+    except (tf.errors.OpError, IndexError) as err:
+        raise UserError(damaged(prefix, err))
 
 
 def restore_matching(sess, prefix, var_list, require_all=False):
@@ -92,5 +116,5 @@ def restore_matching(sess, prefix, var_list, require_all=False):
     if require_all and missing:
         raise UserError("checkpoint %s lacks %d variables, e.g. %s"
                         % (prefix, len(missing), missing[0]))
-    tf.train.Saver(restore).restore(sess, prefix)
+    restore_all(tf.train.Saver(restore), sess, prefix)
     return [v.op.name for v in restore], missing

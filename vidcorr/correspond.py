@@ -1,10 +1,12 @@
 """Batch correspondence over image pairs: what ``scripts/correspond.py`` runs.
 
-Every output file of a pair is written to a temporary name and renamed when
-complete, so an error or an interrupt leaves no partial file behind.
+Every output file of a pair is written to a unique temporary name in its folder
+and renamed when complete, so an error, an interrupt or a concurrent run writing
+the same pair leaves no partial file behind.
 """
 
 import os
+import tempfile
 import time
 
 from tqdm import tqdm
@@ -15,7 +17,7 @@ from vidcorr.matching import DEFAULT_LEVELS, Matcher, to_rgb_float
 from vidcorr.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
 from vidcorr.visualize import match_picture
 
-__all__ = ["list_pairs", "correspond_pairs", "write_outputs"]
+__all__ = ["list_pairs", "correspond_pairs", "write_outputs", "check_out_dir", "OUTPUT_SUFFIXES"]
 
 
 def _stem(path):
@@ -89,13 +91,48 @@ def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2, video=None, s
 
 
 def _atomic(path, writer):
-    tmp = path + ".part"
+    """Runs ``writer(tmp)`` on a unique temporary name beside ``path``, then renames it.
+
+    Concurrent runs writing the same file each get their own temporary file; the
+    last rename wins, and every reader sees a complete file.
+    """
+    folder, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + name + ".", suffix=".part", dir=folder or ".")
+    os.close(fd)
     try:
         writer(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+OUTPUT_SUFFIXES = (".npz", ".txt", ".flo", "_kitti.png", ".png")
+
+
+def check_out_dir(out_dir, names=()):
+    """Checks before any work that ``out_dir`` can take the outputs of ``names``.
+
+    Creates ``out_dir`` if needed (the caller removes it again if nothing is written).
+
+    Raises:
+      UserError: if ``out_dir`` is a file, cannot be created or written, or an
+        output path of a pair is an existing folder.
+    """
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UserError("--out %s exists and is not a folder" % out_dir)
+    try:  # the real test: create the folder and a file in it (permissions, read-only mounts)
+        os.makedirs(out_dir, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=out_dir)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as err:
+        raise UserError("--out %s cannot be written: %s" % (out_dir, err.strerror or err))
+    for name in names:
+        for suffix in OUTPUT_SUFFIXES:
+            path = os.path.join(out_dir, name + suffix)
+            if os.path.isdir(path):
+                raise UserError("cannot write %s: it is a folder" % path)
 
 
 def write_outputs(matches, frame_t, frame_t2, out_dir, name):
@@ -114,6 +151,8 @@ def write_outputs(matches, frame_t, frame_t2, out_dir, name):
         (base + "_kitti.png", lambda p: write_kitti_flow(p, flow)),
         (base + ".png", lambda p: match_picture(frame_t, frame_t2, matches, p)),
     ]
+    assert [p for p, _ in writers] == [base + x for x in OUTPUT_SUFFIXES]
+    os.makedirs(out_dir, exist_ok=True)
     for path, writer in writers:
         _atomic(path, writer)
     return [p for p, _ in writers]
@@ -130,12 +169,14 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
       ``[(name, number of valid matches, seconds)]``.
 
     Raises:
-      UserError: for a bad checkpoint, unreadable or mismatched images.
+      UserError: for a bad checkpoint, unreadable or mismatched images, or an
+        output folder that cannot take the files (checked before any work).
     """
-    matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size, levels=levels)
-    os.makedirs(out_dir, exist_ok=True)
-    done = []
+    created = not os.path.isdir(out_dir)  # removed again if it stays empty
+    check_out_dir(out_dir, [name for name, _, _ in pairs])
+    matcher, done = None, []
     try:
+        matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size, levels=levels)
         for name, frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
                                             unit="pair"):
             start = time.time()
@@ -145,5 +186,8 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
             write_outputs(matches, a, b, out_dir, name)
             done.append((name, int(matches.valid.sum()), time.time() - start))
     finally:
-        matcher.close()
+        if matcher is not None:
+            matcher.close()
+        if created and os.path.isdir(out_dir) and not os.listdir(out_dir):
+            os.rmdir(out_dir)
     return done

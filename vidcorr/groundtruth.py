@@ -237,7 +237,8 @@ class EvalPair(object):
 
 
 def _float(image):
-    return np.asarray(image, np.float32)[..., :3] / 255.0
+    scale = 65535.0 if np.asarray(image).dtype == np.uint16 else 255.0
+    return np.asarray(image, np.float32)[..., :3] / scale
 
 
 def _motorcycle():

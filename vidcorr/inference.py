@@ -59,9 +59,12 @@ def checkpoint_values(prefix, scope=MODEL_SCOPE):
         names = [n for n, _ in tf.train.list_variables(prefix)]
     except (tf.errors.OpError, ValueError) as err:
         raise UserError("cannot read checkpoint %s: %s" % (prefix, err))
-    reader = tf.train.load_checkpoint(prefix)
-    values = {n: reader.get_tensor(n) for n in names
-              if n.startswith(scope + "/") and "Adam" not in n}
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        values = {n: reader.get_tensor(n) for n in names
+                  if n.startswith(scope + "/") and "Adam" not in n}
+    except (tf.errors.OpError, ValueError, IndexError) as err:  # truncated data: IndexError
+        raise UserError(checkpoints.damaged(prefix, err))
     if not values:
         raise UserError("checkpoint %s holds no %r network" % (prefix, scope))
     return values

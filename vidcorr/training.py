@@ -145,7 +145,7 @@ class Trainer(object):
             raise UserError("cannot read checkpoint %s: %s" % (latest, err))
         lacking = [v.op.name for v in tf.global_variables() if v.op.name not in held]
         if not lacking:
-            self.saver.restore(self.sess, latest)
+            checkpoints.restore_all(self.saver, self.sess, latest)
             self.log("resumed %s at step %d" % (latest, start_step))
         else:
             checkpoints.restore_matching(self.sess, latest,

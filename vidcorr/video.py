@@ -18,7 +18,7 @@ from PIL import Image
 from vidcorr.errors import UserError
 
 __all__ = ["IMAGE_EXTENSIONS", "VIDEO_EXTENSIONS", "resolve_source", "load_frames",
-           "read_image", "resize_frame", "resize_float", "natural_key"]
+           "read_image", "to_uint8", "resize_frame", "resize_float", "natural_key"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff")
 VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".gif")
@@ -86,19 +86,54 @@ def resize_float(image, height, width, method="bicubic"):
     return np.clip(out, 0.0, 1.0) if method == "bicubic" else out
 
 
+def _pil_array(img, path):
+    """A Pillow image as ``[H, W, 3]`` uint8, or uint16 for 16-bit modes, at its real range."""
+    mode = img.mode
+    if mode.startswith("I;16"):  # 16-bit grayscale: convert("RGB") would clip it to white
+        gray = np.asarray(img).astype(np.uint16)  # [H, W]
+    elif mode == "I":  # 32-bit integers: Pillow's mode for some 16-bit PNGs and TIFFs
+        gray = np.asarray(img)
+        if gray.size and (gray.min() < 0 or gray.max() > 65535):
+            raise UserError("cannot read image %s: 32-bit integer pixels from %d to %d, "
+                            "outside 0-65535" % (path, gray.min(), gray.max()))
+        gray = gray.astype(np.uint16)
+    elif mode == "F":  # 32-bit float: only 0-1 has a meaning we can know
+        gray = np.asarray(img, np.float32)
+        if not np.all(np.isfinite(gray)) or gray.size and (gray.min() < 0 or gray.max() > 1):
+            raise UserError("cannot read image %s: float pixels must be finite and in [0, 1]"
+                            % path)
+        gray = np.rint(gray * 65535.0).astype(np.uint16)
+    else:  # 1, L, P, LA, PA, RGB, RGBA, CMYK, YCbCr, LAB, HSV, ...: 8 bits per channel
+        return np.asarray(img.convert("RGB"))
+    return np.repeat(gray[..., None], 3, axis=2)
+
+
 def read_image(path):
-    """Reads an image file as ``[H, W, 3]`` uint8 RGB (grayscale/RGBA converted).
+    """Reads an image file as ``[H, W, 3]`` RGB at its real range.
+
+    8-bit modes (grayscale, palette, RGBA, CMYK, ...) give uint8 0-255; 16-bit
+    grayscale (``I;16``, or ``I`` within 0-65535) gives uint16 0-65535; float
+    (``F``) images must lie in [0, 1] and give uint16 too.
 
     Raises:
-      UserError: if the file is missing or not a readable image.
+      UserError: if the file is missing, not a readable image, or its values
+        have no known range.
     """
     if not os.path.isfile(path):
         raise UserError("image not found: %s" % path)
     try:
         with Image.open(path) as img:
-            return np.asarray(img.convert("RGB"))
+            img.load()
+            return _pil_array(img, path)
     except (OSError, ValueError, SyntaxError) as err:
         raise UserError("cannot read image %s: %s" % (path, err))
+
+
+def to_uint8(image):
+    """``[H, W, 3]`` uint8 or uint16 (as from :func:`read_image`) as uint8."""
+    if image.dtype == np.uint16:
+        return np.rint(image / 257.0).astype(np.uint8)
+    return image
 
 
 def natural_key(name):
@@ -111,7 +146,7 @@ def _folder_frames(path, max_height):
                    key=natural_key)
     frames, first = [], None
     for name in names:
-        frame = read_image(os.path.join(path, name))
+        frame = to_uint8(read_image(os.path.join(path, name)))
         if first is None:
             first = (name, frame.shape)
         elif frame.shape != first[1]:
