@@ -266,7 +266,7 @@ def test_correspond_script_bad_out_fails_before_work(random_checkpoint, tmp_path
     assert a_file.read_text() == "keep"
     assert sorted(os.listdir(str(blocked))) == ["f0__f2.png"]
     proc = _correspond([a, b, "--checkpoint", random_checkpoint, "--max-size", "-5"])
-    assert proc.returncode == 2 and "max_size must be an integer of at least 32" in proc.stderr
+    assert proc.returncode == 2 and "--max-size must be at least 32, got -5" in proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["I;16", "I", "F", "L", "P", "LA", "RGBA", "CMYK", "1"])

@@ -2,21 +2,21 @@
 and ``vidcorr-export`` (console entry points), also run as ``python scripts/X.py``.
 
 Each parses its arguments, calls the library and turns user errors into one
-line and an exit code (:func:`vidcorr.errors.run_cli`).
+line and an exit code (:func:`vidcorr.errors.run_cli`). TensorFlow is imported
+only after the arguments are parsed, inside :func:`vidcorr.quiet.quiet_stderr`,
+so its native start-up lines are not shown unless ``--verbose`` is given.
 """
 
 import argparse
 import inspect
 import sys
 
-from vidcorr.config import load_config
-from vidcorr.correspond import correspond_pairs, list_pairs
+from vidcorr.budget import DEFAULT_MAX_SECONDS
+from vidcorr.confidence import DEFAULT_MIN_CONFIDENCE
 from vidcorr.errors import UserError, run_cli
-from vidcorr.evaluate import run_evaluation
-from vidcorr.export import export_model
-from vidcorr.matching import DEFAULT_LEVELS
 from vidcorr.peers import PEERS
-from vidcorr.training import Trainer, TrainingDiverged
+from vidcorr.pyramid import DEFAULT_LEVELS
+from vidcorr.quiet import quiet_stderr
 
 __all__ = ["train_main", "correspond_main", "evaluate_main", "export_main"]
 
@@ -31,7 +31,15 @@ def train_main(argv=None):
     parser.add_argument("--steps", type=int, help="override train.steps")
     parser.add_argument("--init-from", help="override train.init_from (checkpoint or run dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
+    with quiet_stderr(not args.verbose):
+        return _train(args)
+
+
+def _train(args):
+    from vidcorr.config import load_config
+    from vidcorr.training import Trainer, TrainingDiverged
 
     def work():
         config = load_config(args.config)
@@ -88,9 +96,28 @@ def correspond_main(argv=None):
                         help="keep only matches that agree with the swapped pair")
     parser.add_argument("--memory-mb", type=int, default=1024,
                         help="memory budget of a batched backward pass")
+    parser.add_argument("--min-confidence", type=float, default=DEFAULT_MIN_CONFIDENCE,
+                        help="mark matches below this confidence invalid (peak ratio times "
+                             "texture; default %(default)s)")
+    parser.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS,
+                        help="refuse pairs estimated to take longer (0: no limit; default "
+                             "%(default)s)")
     parser.add_argument("--out", default="matches", help="output folder")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
+    if args.max_size is not None and args.max_size < 32:
+        parser.error("--max-size must be at least 32, got %d" % args.max_size)
+    if not 0 <= args.min_confidence <= 1:
+        parser.error("--min-confidence must be in [0, 1], got %g" % args.min_confidence)
+    if args.max_seconds < 0:
+        parser.error("--max-seconds must be >= 0, got %g" % args.max_seconds)
+    with quiet_stderr(not args.verbose):
+        return _correspond(args)
+
+
+def _correspond(args):
+    from vidcorr.correspond import correspond_pairs, list_pairs
 
     def work():
         pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
@@ -98,7 +125,9 @@ def correspond_main(argv=None):
         return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
                                 stride=args.stride, max_size=args.max_size,
                                 consistency=args.consistency, memory_mb=args.memory_mb,
-                                progress=not args.no_progress, levels=args.levels)
+                                progress=not args.no_progress, levels=args.levels,
+                                min_confidence=args.min_confidence,
+                                max_seconds=args.max_seconds)
 
     code, written = run_cli(work)
     if code:
@@ -149,11 +178,19 @@ def evaluate_main(argv=None):
                         help="skip the middle-frame PSNR/SSIM scores")
     parser.add_argument("--out", default="evaluation/eval", help="output prefix")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
     try:
         levels = tuple(int(n) for n in args.levels.split(",") if n.strip()) or (None,)
     except ValueError:
         parser.error("--levels: expected integers like 3 or 1,3, got %r" % args.levels)
+    with quiet_stderr(not args.verbose):
+        return _evaluate(args, levels)
+
+
+def _evaluate(args, levels):
+    from vidcorr.evaluate import run_evaluation
+
     code, text = run_cli(lambda: run_evaluation(
             checkpoints=args.checkpoint, untrained=args.untrained,
             builtin=[p for p in args.pairs.split(",") if p.strip()], gt_pairs=args.gt_pair,
@@ -183,8 +220,11 @@ def export_main(argv=None):
     parser.add_argument("--notes", default="", help="free text for the card")
     parser.add_argument("--no-interpolation", action="store_true",
                         help="do not measure validation PSNR/SSIM for the card")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
-    code, _ = run_cli(lambda: export_model(args.run, args.out, args.evaluation, args.notes,
-                                           interpolation=not args.no_interpolation))
+    with quiet_stderr(not args.verbose):
+        from vidcorr.export import export_model
+        code, _ = run_cli(lambda: export_model(args.run, args.out, args.evaluation, args.notes,
+                                               interpolation=not args.no_interpolation))
     return code
 

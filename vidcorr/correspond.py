@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from vidcorr.errors import UserError
 from vidcorr.flowio import write_flo, write_kitti_flow
+from vidcorr.budget import DEFAULT_MAX_SECONDS
 from vidcorr.matching import DEFAULT_LEVELS, Matcher, to_rgb_float
 from vidcorr.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
 from vidcorr.visualize import match_picture
@@ -159,11 +160,14 @@ def write_outputs(matches, frame_t, frame_t2, out_dir, name):
 
 
 def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
-                     consistency=False, memory_mb=1024, progress=True, levels=DEFAULT_LEVELS):
+                     consistency=False, memory_mb=1024, progress=True, levels=DEFAULT_LEVELS,
+                     min_confidence=None, max_seconds=DEFAULT_MAX_SECONDS):
     """Matches every ``(name, frame_t, frame_t2)`` and writes its files.
 
-    ``levels`` is the pyramid depth of the coarse-to-fine read-out (see
-    :class:`vidcorr.matching.Matcher`).
+    ``levels``, ``min_confidence`` and ``max_seconds`` are the
+    :class:`vidcorr.matching.Matcher`'s: the pyramid depth of the coarse-to-fine
+    read-out, the confidence below which a match is invalid, and the time limit
+    of one pair (checked before its work starts).
 
     Returns:
       ``[(name, number of valid matches, seconds)]``.
@@ -176,7 +180,8 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
     check_out_dir(out_dir, [name for name, _, _ in pairs])
     matcher, done = None, []
     try:
-        matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size, levels=levels)
+        matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size, levels=levels,
+                          min_confidence=min_confidence, max_seconds=max_seconds)
         for name, frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
                                             unit="pair"):
             start = time.time()

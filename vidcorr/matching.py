@@ -25,19 +25,19 @@ import os
 
 import numpy as np
 
+from vidcorr.budget import DEFAULT_MAX_SECONDS, MAX_COARSE_STRIDE, check_budget
+from vidcorr.confidence import DEFAULT_MIN_CONFIDENCE, match_confidence, peak_ratio
 from vidcorr.errors import UserError
 from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
 from vidcorr.inference import Predictor, find_model, fold_batch_norm
-from vidcorr.pyramid import build_pyramid, densify, levels_that_fit, sample_field, \
-    upsample_field, warp
+from vidcorr.pyramid import DEFAULT_LEVELS, build_pyramid, densify, levels_that_fit, \
+    sample_field, upsample_field, warp
 from vidcorr.video import read_image, resize_float
 
 __all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "centroid_peaks", "REFINEMENTS",
            "MIN_SIZE", "DEFAULT_LEVELS"]
 
 MIN_SIZE = 32
-DEFAULT_LEVELS = 3
-MAX_COARSE_STRIDE = 8  # coarse levels read out at least this densely (their fields need it)
 DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models", "default")
 
 
@@ -219,6 +219,12 @@ class Matcher(object):
       levels: pyramid levels of the coarse-to-fine read-out (1: a single
         read-out at full size; fewer are used when the coarsest level would
         be smaller than 32 pixels).
+      min_confidence: matches whose confidence (peak ratio times texture,
+        :mod:`vidcorr.confidence`) is below it are marked invalid (default
+        ``DEFAULT_MIN_CONFIDENCE``; 0 keeps all).
+      max_seconds: refuse pairs whose estimated time is above it, or whose
+        estimated memory exceeds the machine's (:mod:`vidcorr.budget`), with
+        the ``max_size`` that would fit; 0 or None: no time limit.
 
     Raises:
       UserError: for a missing or incompatible checkpoint, bad ``levels`` or ``refine``.
@@ -226,7 +232,8 @@ class Matcher(object):
 
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
                  max_size=None, device=None, threads=None, max_pixels_per_run=None,
-                 levels=DEFAULT_LEVELS, refine="centroid"):
+                 levels=DEFAULT_LEVELS, refine="centroid", min_confidence=None,
+                 max_seconds=DEFAULT_MAX_SECONDS):
         if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
             raise UserError("levels must be an integer >= 1, got %r" % (levels,))
         if refine not in REFINEMENTS:
@@ -236,6 +243,10 @@ class Matcher(object):
                 max_size, (int, np.integer)) or max_size < MIN_SIZE):
             raise UserError("max_size must be an integer of at least %d pixels, got %r"
                             % (MIN_SIZE, max_size))
+        min_confidence = DEFAULT_MIN_CONFIDENCE if min_confidence is None else min_confidence
+        if not 0 <= min_confidence <= 1:
+            raise UserError("min_confidence must be in [0, 1], got %r" % (min_confidence,))
+        self.min_confidence = float(min_confidence)
         self.refine = REFINEMENTS[refine]
         self.levels = levels
         if checkpoint is None:
@@ -248,6 +259,7 @@ class Matcher(object):
         self.norm, self.radius, self.memory_mb, self.chunk = norm, radius, memory_mb, chunk
         self.max_size, self.device, self.threads = max_size, device, threads
         self.max_pixels_per_run = max_pixels_per_run
+        self.max_seconds = max_seconds
         self._graphs, self._predictors = {}, {}
 
     def graph_for(self, height, width):
@@ -295,17 +307,21 @@ class Matcher(object):
 
         Raises:
           UserError: for unreadable or mismatched images, images smaller than
-            32 pixels, or a bad stride.
+            32 pixels, a bad stride, or a pair over the time or memory limit.
         """
         a, b, (h, w) = self._prepare(frame_t, frame_t2)
         nh, nw = a.shape[:2]
         points = grid_points(nh, nw, stride, offset)
         levels = levels_that_fit(nh, nw, self.levels, MIN_SIZE)
-        pos, peak, conf = self._read_out(a, b, points, stride, levels, progress, "pixels")
-        valid = np.ones(len(points), bool)
+        check_budget(self.spec, nh, nw, stride,
+                     lambda hh, ww: levels_that_fit(hh, ww, self.levels, MIN_SIZE),
+                     self.memory_mb, 2 if consistency else 1, self.max_seconds, min_size=MIN_SIZE)
+        pos, peak, ratio = self._read_out(a, b, points, stride, levels, progress, "pixels")
+        conf = match_confidence(ratio, a, b, pos, self.radius)  # [N]
+        valid = conf >= self.min_confidence
         if consistency:
             back, _, _ = self._read_out(b, a, points, stride, levels, progress, "swapped")
-            valid = np.all(np.abs(back[:, ::-1] - pos) <= tolerance, axis=(1, 2))
+            valid &= np.all(np.abs(back[:, ::-1] - pos) <= tolerance, axis=(1, 2))
         sx, sy = w / float(nw), h / float(nh)
         to_orig = lambda xy: np.stack([(xy[..., 0] + 0.5) * sx - 0.5,  # noqa: E731
                                        (xy[..., 1] + 0.5) * sy - 0.5], axis=-1)
@@ -337,9 +353,7 @@ class Matcher(object):
             if fields is not None:  # a peak in a warped frame: map it back through the warp
                 pos = np.stack([pos[:, f] + sample_field(fields[f], pos[:, f])
                                 for f in (0, 1)], axis=1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                conf = np.where(res["peak"] > 0, 1.0 - res["second"] / res["peak"],
-                                0.0).min(axis=1)
+            conf = peak_ratio(res["peak"], res["second"])  # [N]
             if level > 0:
                 fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, step)
                           for f in (0, 1)]

@@ -1,0 +1,61 @@
+"""The time and memory guard: estimates against closed forms, refusals before any work."""
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from vidcorr import budget
+from vidcorr.errors import UserError
+from vidcorr.matching import Matcher
+from vidcorr.spec import NetworkSpec, layer_plan, plan_flops
+
+SPEC = NetworkSpec(width=0.25, output_kernel=1, kernel_size=9)
+
+
+def test_estimate_adds_up_points_and_flops_over_levels():
+    est = budget.estimate(SPEC, 259, 384, 8, levels=3)
+    grids = [(33 * 48, 259, 384), (17 * 24, 130, 192), (9 * 12, 65, 96)]  # coarse: stride 8 too
+    assert est.points == sum(n for n, _, _ in grids)
+    seconds = sum(n * plan_flops(layer_plan(SPEC, h, w), 9) / 1e9 * budget.SECONDS_PER_GFLOP
+                  for n, h, w in grids)
+    assert est.seconds == pytest.approx(seconds)
+    twice = budget.estimate(SPEC, 259, 384, 8, levels=3, passes=2)
+    assert twice.points == 2 * est.points and twice.seconds == pytest.approx(2 * est.seconds)
+    # a larger image costs more per point: the grid's time grows faster than its points
+    big = budget.estimate(SPEC, 512, 768, 8, levels=1)
+    small = budget.estimate(SPEC, 256, 384, 8, levels=1)
+    assert big.points == 4 * small.points and big.seconds > 12 * small.seconds
+
+
+def test_check_budget_refuses_with_a_size_that_fits():
+    levels = lambda h, w: 3  # noqa: E731
+    fits = budget.check_budget(SPEC, 259, 384, 8, levels, max_seconds=3600, ram_mb=24000)
+    assert fits.seconds < 3600
+    with pytest.raises(UserError) as err:
+        budget.check_budget(SPEC, 3000, 4000, 8, levels, max_seconds=3600, ram_mb=24000)
+    message = str(err.value)
+    assert "4000x3000 pair at stride 8" in message and "(over the 60 min limit)" in message
+    assert "of memory" in message  # its forward pass alone is beyond 24 GB
+    size = int(re.search(r"--max-size (\d+)", message).group(1))
+    scale = size / 4000.0
+    h, w = int(round(3000 * scale)), int(round(4000 * scale))
+    assert budget.estimate(SPEC, h, w, 8, 3).seconds <= 3600
+    bigger = size + 32
+    h, w = int(round(3000 * bigger / 4000.0)), int(round(4000 * bigger / 4000.0))
+    assert budget.estimate(SPEC, h, w, 8, 3).seconds > 3600  # the largest that fits
+    # no time limit: only the memory can refuse
+    with pytest.raises(UserError, match="of memory"):
+        budget.check_budget(SPEC, 3000, 4000, 8, levels, max_seconds=0, ram_mb=24000)
+    budget.check_budget(SPEC, 3000, 4000, 8, levels, max_seconds=0, ram_mb=10 ** 7)
+
+
+def test_matcher_refuses_a_huge_pair_before_building(random_checkpoint):
+    matcher = Matcher(random_checkpoint, max_seconds=60)
+    huge = np.zeros((3000, 4000, 3), np.uint8)
+    start = time.time()
+    with pytest.raises(UserError, match="--max-size"):
+        matcher.match(huge, huge, stride=8)
+    assert time.time() - start < 30 and not matcher._graphs  # nothing was built
+    matcher.close()
