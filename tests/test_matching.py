@@ -321,3 +321,43 @@ def test_array_contract(tmp_path):
         from PIL import Image
         Image.fromarray(np.full((4, 4), 70000, np.int32)).save(str(tmp_path / "big.tif"))
         to_rgb_float(str(tmp_path / "big.tif"))
+
+
+def test_shards_cover_a_pairs_list_once_and_reruns_skip_finished_pairs(random_checkpoint,
+                                                                       tmp_path):
+    from vidcorr.correspond import parse_shard, shard_pairs
+
+    items = list(range(7))
+    shards = [shard_pairs(items, (k, 3)) for k in (1, 2, 3)]
+    assert sorted(sum(shards, [])) == items and shards[0] == [0, 3, 6]
+    for bad in ("0/2", "3/2", "1", "a/b"):
+        with pytest.raises(UserError, match="--shard"):
+            parse_shard(bad)
+    frames = []
+    for i in range(4):
+        frames.append(str(tmp_path / ("f%d.png" % i)))
+        Image.fromarray(np.random.RandomState(i).randint(0, 255, (40, 64, 3), np.uint8)).save(
+            frames[-1])
+    listing = tmp_path / "pairs.txt"
+    listing.write_text("".join("%s %s\n" % (frames[i], frames[i + 1]) for i in range(3)))
+    out = tmp_path / "out"
+    common = ["--pairs", str(listing), "--checkpoint", random_checkpoint, "--stride", "16",
+              "--levels", "1", "--out", str(out), "--no-progress"]
+    done = []
+    for shard in ("1/2", "2/2"):
+        proc = _correspond(common + ["--shard", shard])
+        assert proc.returncode == 0, proc.stderr
+        done.append([line.split(":")[0] for line in proc.stdout.splitlines()])
+    assert done == [["f0__f1", "f2__f3"], ["f1__f2"]]
+    names = sorted(os.listdir(str(out)))
+    assert len(names) == 3 * 5 and not any(n.endswith(".part") for n in names)
+    stamps = {n: os.stat(str(out / n)).st_mtime_ns for n in names}
+    os.remove(str(out / "f1__f2.flo"))  # an unfinished pair is done again
+    proc = _correspond(common)
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == ["f1__f2"]
+    assert "skipping 2 of 3 pairs" in proc.stderr
+    assert all(os.stat(str(out / n)).st_mtime_ns == stamps[n] for n in names
+               if not n.startswith("f1__f2"))
+    proc = _correspond(common + ["--overwrite", "--shard", "1/2"])
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == ["f0__f1", "f2__f3"]

@@ -103,6 +103,10 @@ def correspond_main(argv=None):
                         help="refuse pairs estimated to take longer (0: no limit; default "
                              "%(default)s)")
     parser.add_argument("--out", default="matches", help="output folder")
+    parser.add_argument("--shard", help="K/N: match only every N-th pair from the K-th, so N "
+                                        "processes or machines share a workload")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="redo pairs whose outputs already exist (default: skip them)")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
@@ -117,9 +121,10 @@ def correspond_main(argv=None):
 
 
 def _correspond(args):
-    from vidcorr.correspond import correspond_pairs, list_pairs
+    from vidcorr.correspond import correspond_pairs, list_pairs, parse_shard
 
     def work():
+        shard = parse_shard(args.shard) if args.shard else None
         pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
                            args.start, args.count)
         return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
@@ -127,7 +132,9 @@ def _correspond(args):
                                 consistency=args.consistency, memory_mb=args.memory_mb,
                                 progress=not args.no_progress, levels=args.levels,
                                 min_confidence=args.min_confidence,
-                                max_seconds=args.max_seconds)
+                                max_seconds=args.max_seconds, shard=shard,
+                                overwrite=args.overwrite,
+                                log=lambda m: print(m, file=sys.stderr))
 
     code, written = run_cli(work)
     if code:

@@ -18,7 +18,8 @@ from vidcorr.matching import DEFAULT_LEVELS, Matcher, to_rgb_float
 from vidcorr.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
 from vidcorr.visualize import match_picture
 
-__all__ = ["list_pairs", "correspond_pairs", "write_outputs", "check_out_dir", "OUTPUT_SUFFIXES"]
+__all__ = ["list_pairs", "correspond_pairs", "write_outputs", "check_out_dir", "OUTPUT_SUFFIXES",
+           "parse_shard", "shard_pairs", "finished"]
 
 
 def _stem(path):
@@ -159,15 +160,47 @@ def write_outputs(matches, frame_t, frame_t2, out_dir, name):
     return [p for p, _ in writers]
 
 
+def parse_shard(text):
+    """``"K/N"`` as ``(K, N)`` with ``1 <= K <= N``.
+
+    Raises:
+      UserError: for anything else.
+    """
+    try:
+        k, n = (int(v) for v in text.split("/"))
+    except (ValueError, AttributeError):
+        raise UserError("--shard must look like K/N (e.g. 2/4), got %r" % (text,))
+    if not 1 <= k <= n:
+        raise UserError("--shard K/N needs 1 <= K <= N, got %s" % text)
+    return k, n
+
+
+def shard_pairs(pairs, shard):
+    """The pairs of shard ``(K, N)``: every N-th, from the K-th (1-based).
+
+    The N shards of a list are disjoint and together hold every pair once.
+    """
+    k, n = shard
+    return [p for i, p in enumerate(pairs) if i % n == k - 1]
+
+
+def finished(out_dir, name):
+    """Whether every output file of a pair exists (each is renamed into place complete)."""
+    return all(os.path.isfile(os.path.join(out_dir, name + x)) for x in OUTPUT_SUFFIXES)
+
+
 def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
                      consistency=False, memory_mb=1024, progress=True, levels=DEFAULT_LEVELS,
-                     min_confidence=None, max_seconds=DEFAULT_MAX_SECONDS):
+                     min_confidence=None, max_seconds=DEFAULT_MAX_SECONDS, shard=None,
+                     overwrite=False, log=None):
     """Matches every ``(name, frame_t, frame_t2)`` and writes its files.
 
     ``levels``, ``min_confidence`` and ``max_seconds`` are the
     :class:`vidcorr.matching.Matcher`'s: the pyramid depth of the coarse-to-fine
     read-out, the confidence below which a match is invalid, and the time limit
-    of one pair (checked before its work starts).
+    of one pair (checked before its work starts). With ``shard=(K, N)`` only
+    that shard's pairs are matched (:func:`shard_pairs`); pairs whose outputs
+    all exist are skipped unless ``overwrite``.
 
     Returns:
       ``[(name, number of valid matches, seconds)]``.
@@ -176,6 +209,16 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
       UserError: for a bad checkpoint, unreadable or mismatched images, or an
         output folder that cannot take the files (checked before any work).
     """
+    if shard is not None:
+        pairs = shard_pairs(pairs, shard)
+    if not overwrite and os.path.isdir(out_dir):
+        todo = [p for p in pairs if not finished(out_dir, p[0])]
+        if len(todo) < len(pairs) and log is not None:
+            log("skipping %d of %d pairs whose outputs are all in %s (--overwrite to redo)"
+                % (len(pairs) - len(todo), len(pairs), out_dir))
+        pairs = todo
+    if not pairs:
+        return []
     created = not os.path.isdir(out_dir)  # removed again if it stays empty
     check_out_dir(out_dir, [name for name, _, _ in pairs])
     matcher, done = None, []
