@@ -54,7 +54,7 @@ def _check_args(x, is_training, decay, epsilon, data_format):
 
 
 def batch_norm(name, x, is_training, decay=0.99, epsilon=1e-3, transform=None,
-               data_format="NHWC"):
+               data_format="NHWC", update_moving=True):
     """Fused batch normalisation with a bool-or-tensor training switch.
 
     Args:
@@ -70,6 +70,9 @@ def batch_norm(name, x, is_training, decay=0.99, epsilon=1e-3, transform=None,
       epsilon: added to the variance (at least ``MIN_EPSILON``).
       transform: optional variable transform applied to the four parameters.
       data_format: ``'NHWC'`` (default) or ``'NCHW'``.
+      update_moving: False normalises with batch statistics in training but
+        leaves the moving ones alone (the towers of a multi-device step after
+        the first share the variables and must not update them again).
 
     Returns:
       The normalised tensor, same shape as ``x``.
@@ -94,6 +97,8 @@ def batch_norm(name, x, is_training, decay=0.99, epsilon=1e-3, transform=None,
         def train_branch():
             y, batch_mean, batch_var = tf.nn.fused_batch_norm(
                 x, scale, offset, epsilon=epsilon, data_format=data_format, is_training=True)
+            if not update_moving:
+                return y
             # batch_var is Bessel-corrected (n / (n - 1)), see the module docstring.
             update_mean = moving_mean.assign_sub((1.0 - decay) * (moving_mean.value() - batch_mean))
             update_var = moving_variance.assign_sub(

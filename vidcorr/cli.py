@@ -30,6 +30,9 @@ def train_main(argv=None):
     parser.add_argument("--run-dir", help="override train.run_dir")
     parser.add_argument("--steps", type=int, help="override train.steps")
     parser.add_argument("--init-from", help="override train.init_from (checkpoint or run dir)")
+    parser.add_argument("--devices", type=int,
+                        help="override train.num_devices: data-parallel towers, one per GPU "
+                             "(or per virtual CPU device without GPUs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
@@ -44,7 +47,8 @@ def _train(args):
     def work():
         config = load_config(args.config)
         overrides = {k: v for k, v in (("run_dir", args.run_dir), ("steps", args.steps),
-                                       ("init_from", args.init_from)) if v is not None}
+                                       ("init_from", args.init_from),
+                                       ("num_devices", args.devices)) if v is not None}
         if overrides:
             config = config.replace(train=overrides)
         return Trainer(config, resume=args.resume, progress=not args.no_progress).run()

@@ -28,6 +28,8 @@ __all__ = [
     "static_bool",
     "gpu_available",
     "default_device",
+    "gpu_count",
+    "tower_devices",
     "session_config",
 ]
 
@@ -111,17 +113,40 @@ def default_device():
     return "/device:GPU:0" if gpu_available() else "/device:CPU:0"
 
 
-def session_config(threads=None):
+def gpu_count():
+    """The number of GPUs TensorFlow can see."""
+    if not gpu_available():
+        return 0
+    try:
+        return len(tf.config.experimental.list_physical_devices("GPU"))
+    except AttributeError:  # pragma: no cover - very old builds
+        return sum(d.device_type == "GPU" for d in _device_lib.list_local_devices())
+
+
+def tower_devices(count):
+    """``count`` devices for data-parallel towers: GPUs when there are that many, else CPUs.
+
+    CPU towers need a session made with ``session_config(cpu_devices=count)``
+    (virtual CPU devices sharing the machine's cores).
+    """
+    kind = "GPU" if gpu_count() >= count else "CPU"
+    return ["/device:%s:%d" % (kind, i) for i in range(count)]
+
+
+def session_config(threads=None, cpu_devices=None):
     """A ``tf.ConfigProto`` with soft placement and GPU memory growth.
 
     Args:
       threads: optional number of intra-op threads (``None`` lets TF decide).
+      cpu_devices: optional number of (virtual) CPU devices, for CPU towers.
 
     Returns:
       A ``tf.ConfigProto``.
     """
     config = tf.ConfigProto(allow_soft_placement=True)
     config.gpu_options.allow_growth = True
+    if cpu_devices and cpu_devices > 1:
+        config.device_count["CPU"] = int(cpu_devices)
     if threads:
         config.intra_op_parallelism_threads = int(threads)
         config.inter_op_parallelism_threads = max(1, min(2, int(threads)))

@@ -101,10 +101,15 @@ class TrainConfig:
     validate_every: int = 1000
     init_from: str = ""
     threads: int = 0
+    num_devices: int = 1
     seed: int = 0
 
     def validate(self):
         _check(self.batch_size >= 1, "train.batch_size", "must be at least 1")
+        _check(self.num_devices >= 1, "train.num_devices", "must be at least 1")
+        _check(self.batch_size % self.num_devices == 0, "train.num_devices",
+               "must divide train.batch_size (%d) so every tower gets the same share"
+               % self.batch_size)
         _check(self.steps >= 1, "train.steps", "must be at least 1")
         _check(self.learning_rate > 0, "train.learning_rate", "must be positive")
         _check(self.lr_schedule in ("constant", "exponential", "cosine"), "train.lr_schedule",

@@ -88,7 +88,8 @@ def pad_to_multiple(x, multiple=MULTIPLE):
     return x, (top, left, height, width)
 
 
-def _conv_unit(name, x, filters, is_training, spec, transform, transpose=False, folded=False):
+def _conv_unit(name, x, filters, is_training, spec, transform, transpose=False, folded=False,
+               update_moving=True):
     """conv (or 4x4 stride-2 transposed conv) -> batch norm -> activation.
 
     With ``folded`` the batch norm is replaced by the convolution's ``biases``
@@ -100,12 +101,12 @@ def _conv_unit(name, x, filters, is_training, spec, transform, transpose=False, 
         h = layers.conv2d(name, x, filters, 3, 1, use_bias=folded, transform=transform)
     if not folded:
         h = batch_norm(name + "/bn", h, is_training, decay=spec.bn_decay, epsilon=BN_EPSILON,
-                       transform=transform)
+                       transform=transform, update_moving=update_moving)
     return layers.activation(h, spec.activation, spec.leaky_alpha)
 
 
 def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, transform=None,
-         name=MODEL_SCOPE, folded=False, endpoints=None):
+         name=MODEL_SCOPE, folded=False, endpoints=None, update_moving=True):
     """Builds the MIND interpolation network.
 
     Args:
@@ -123,6 +124,8 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
       endpoints: optional dict, filled with ``features`` (input of the output
         convolution), ``logits`` (kernel head only) and ``padded`` (the padded
         input frames), all at the padded size.
+      update_moving: whether training updates batch norm's moving statistics
+        (False for every tower of a multi-device step but the first).
 
     Returns:
       The predicted middle frame, ``[B, H, W, 3]``.
@@ -149,7 +152,8 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
             if layer.skip is not None:
                 h = tf.concat([h, features[layer.skip]], axis=3)  # [B, h, w, C + C_skip]
             h = _conv_unit(layer.name, h, layer.cout, is_training, spec, transform,
-                           transpose=layer.kind == "up", folded=folded)  # [B, h, w, C]
+                           transpose=layer.kind == "up", folded=folded,
+                           update_moving=update_moving)  # [B, h, w, C]
             if layer.name == "enc1/conv%d" % CONVS_PER_ENCODER_BLOCK:
                 features[0] = h  # [B, H', W', C]
         output = plan[-1]

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 from vidcorr import checkpoints
-from vidcorr.compat import session_config, tf
+from vidcorr.compat import session_config, tf, tower_devices
 from vidcorr.config import config_from_dict
 from vidcorr.data import TripletData
 from vidcorr.errors import UserError
@@ -124,7 +124,8 @@ class Trainer(object):
         with self.graph.as_default():
             tf.set_random_seed(c.train.seed)
             self._build(start_step)
-            self.sess = tf.Session(graph=self.graph, config=session_config(c.train.threads))
+            self.sess = tf.Session(graph=self.graph, config=session_config(
+                c.train.threads, cpu_devices=c.train.num_devices))
             self.sess.run(tf.global_variables_initializer())
             if latest:
                 self._restore(latest, start_step)
@@ -173,14 +174,21 @@ class Trainer(object):
         # A quantized run gets a tensor switch, so validation can report float too.
         self.quantize = (tf.placeholder_with_default(True, [], "quantize")
                          if c.model.quantize else False)
-        self.prediction = mind(self.inputs, self.is_training, self.quantize,
-                               c.model.network_spec(), c.model.num_bits, name=MODEL_SCOPE)
-        self.network_variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
-        self.loss = reconstruction_loss(self.prediction, self.targets, c.train.loss)
-        self.psnr = psnr(self.prediction, self.targets)
         self.lr = learning_rate(c.train, self.global_step)
         optimizer = tf.train.AdamOptimizer(self.lr)
-        self.train_op = optimizer.minimize(self.loss, global_step=self.global_step)
+        if c.train.num_devices == 1:
+            self.prediction = mind(self.inputs, self.is_training, self.quantize,
+                                   c.model.network_spec(), c.model.num_bits, name=MODEL_SCOPE)
+            self.network_variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
+            self.loss = reconstruction_loss(self.prediction, self.targets, c.train.loss)
+            self.grads_and_vars = optimizer.compute_gradients(
+                self.loss, var_list=tf.trainable_variables(MODEL_SCOPE))
+            self.train_op = optimizer.apply_gradients(self.grads_and_vars,
+                                                      global_step=self.global_step)
+            self.devices = [None]
+        else:
+            self._build_towers(optimizer)
+        self.psnr = psnr(self.prediction, self.targets)
         average = 0.5 * (self.inputs[..., :3] + self.inputs[..., 3:])  # [B, h, w, 3]
         self.summary_op = tf.summary.merge([
             tf.summary.scalar("loss", self.loss),
@@ -193,6 +201,52 @@ class Trainer(object):
         ])
         self.saver = tf.train.Saver(max_to_keep=c.train.keep_checkpoints, save_relative_paths=True)
 
+    def _build_towers(self, optimizer):
+        """One tower per device on an equal share of the batch, sharing the variables.
+
+        Variables live on the parameter device (the CPU); each tower computes its
+        loss and gradients on its own device; the gradients are averaged on the
+        parameter device and applied once. Only the first tower updates batch
+        norm's moving statistics: every tower estimates the same population
+        statistics from an equal share, an in-step average across devices would
+        need a synchronisation (sync batch norm) in every layer, and one update
+        per step keeps the moving averages' decay what the config says.
+        """
+        c = self.config
+        devices = tower_devices(c.train.num_devices)
+        param_device = "/device:CPU:0"
+        variable_ops = ("Variable", "VariableV2", "VarHandleOp")
+
+        def placer(device):
+            return lambda op: param_device if op.type in variable_ops else device
+
+        shares_in = tf.split(self.inputs, len(devices))  # n x [B/n, h, w, 6]
+        shares_tg = tf.split(self.targets, len(devices))  # n x [B/n, h, w, 3]
+        predictions, losses, grads = [], [], []
+        for i, device in enumerate(devices):
+            with tf.device(placer(device)), tf.name_scope("tower%d" % i), \
+                    tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
+                pred = mind(shares_in[i], self.is_training, self.quantize,
+                            c.model.network_spec(), c.model.num_bits, name=MODEL_SCOPE,
+                            update_moving=i == 0)  # [B/n, h, w, 3]
+                if i == 0:
+                    self.network_variables = tf.global_variables(MODEL_SCOPE)
+                loss = reconstruction_loss(pred, shares_tg[i], c.train.loss)
+                grads.append(optimizer.compute_gradients(
+                    loss, var_list=tf.trainable_variables(MODEL_SCOPE)))
+                predictions.append(pred)
+                losses.append(loss)
+        with tf.device(param_device):
+            averaged = []
+            for per_tower in zip(*grads):  # one (gradient, variable) per tower
+                var = per_tower[0][1]
+                averaged.append((tf.add_n([g for g, _ in per_tower]) / float(len(devices)), var))
+            self.loss = tf.add_n(losses) / float(len(devices))  # equal shares: the batch mean
+            self.prediction = tf.concat(predictions, axis=0)  # [B, h, w, 3]
+            self.train_op = optimizer.apply_gradients(averaged, global_step=self.global_step)
+        self.grads_and_vars = averaged
+        self.devices = devices
+
     # -- validation and saving -------------------------------------------------------------
     def predict(self, inputs, quantize=None):
         """Runs the network in inference mode on ``[N, h, w, 6]`` arrays, in batches."""
@@ -201,10 +255,14 @@ class Trainer(object):
             feed_extra[self.quantize] = quantize
         out = []
         bs = self.config.train.batch_size
+        n = self.config.train.num_devices
         for i in range(0, len(inputs), bs):
-            feed = {self.inputs: inputs[i:i + bs], self.is_training: False}
+            batch = inputs[i:i + bs]
+            extra = -len(batch) % n  # towers split the batch evenly: pad, then drop
+            padded = np.concatenate([batch, batch[-1:].repeat(extra, axis=0)]) if extra else batch
+            feed = {self.inputs: padded, self.is_training: False}
             feed.update(feed_extra)
-            out.append(self.sess.run(self.prediction, feed))
+            out.append(self.sess.run(self.prediction, feed)[:len(batch)])
         return np.concatenate(out)
 
     def validate(self, quantize=None):

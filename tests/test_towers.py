@@ -1,0 +1,97 @@
+"""Multi-device training: towers on virtual CPU devices agree with one device."""
+
+import os
+
+import numpy as np
+import pytest
+
+from vidcorr.compat import tf
+from vidcorr.config import load_config
+from vidcorr.errors import UserError
+from vidcorr.spec import layer_plan
+from vidcorr.training import Trainer
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+
+def _trainer(tmp_path, name, devices):
+    config = load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
+        model={"width": 0.125}, data={"crop_width": 32, "val_triplets": 6},
+        train={"run_dir": str(tmp_path / name), "num_devices": devices, "batch_size": 4})
+    return Trainer(config, progress=False, log=lambda m: None).setup()
+
+
+def _copy_network(source, target):
+    with source.graph.as_default():
+        values = dict(zip([v.op.name for v in source.network_variables],
+                          source.sess.run(source.network_variables)))
+    with target.graph.as_default():
+        for var in target.network_variables:
+            var.load(values[var.op.name], target.sess)
+
+
+def _moving(trainer):
+    with trainer.graph.as_default():
+        variables = [v for v in trainer.network_variables if "moving_" in v.op.name]
+        return dict(zip([v.op.name for v in variables], trainer.sess.run(variables)))
+
+
+def test_two_towers_agree_with_one_device(tmp_path):
+    one, two = _trainer(tmp_path, "one", 1), _trainer(tmp_path, "two", 2)
+    try:
+        assert two.devices == ["/device:CPU:0", "/device:CPU:1"]
+        with one.graph.as_default():
+            names_one = sorted(v.op.name for v in tf.global_variables())
+        with two.graph.as_default():
+            names_two = sorted(v.op.name for v in tf.global_variables())
+            placed = {op.device for op in two.graph.get_operations() if op.name.startswith(
+                "tower1/") and op.type == "Conv2D"}
+        assert names_one == names_two  # the checkpoint is the same as a single device's
+        assert placed == {"/device:CPU:1"}
+        _copy_network(one, two)
+        rng = np.random.RandomState(0)
+        inputs = rng.rand(4, 32, 32, 6).astype(np.float32)
+        targets = rng.rand(4, 32, 32, 3).astype(np.float32)
+        # inference-mode batch norm has no batch statistics: loss and averaged
+        # gradients must equal the single device's on the whole batch
+        results = []
+        for t in (one, two):
+            feed = {t.inputs: inputs, t.targets: targets, t.is_training: False}
+            results.append(t.sess.run([t.loss, [g for g, _ in t.grads_and_vars]], feed))
+        assert results[1][0] == pytest.approx(results[0][0], rel=1e-6)
+        for g1, g2, (_, var) in zip(results[0][1], results[1][1], one.grads_and_vars):
+            np.testing.assert_allclose(g2, g1, rtol=1e-4, atol=1e-7, err_msg=var.op.name)
+        np.testing.assert_allclose(two.predict(inputs[:3]), one.predict(inputs[:3]),
+                                   rtol=1e-5, atol=1e-6)  # a batch the towers cannot split
+        # a training step updates the moving statistics once, from the first tower's
+        # share: with both halves of the batch equal, that is the whole batch's mean
+        doubled = np.concatenate([inputs[:2], inputs[:2]])
+        doubled_tg = np.concatenate([targets[:2], targets[:2]])
+        before = _moving(one)
+        sizes = {layer.name: layer for layer in layer_plan(one.config.model.network_spec(),
+                                                           32, 32)}
+        for t in (one, two):
+            t.sess.run(t.train_op, {t.inputs: doubled, t.targets: doubled_tg})
+        after_one, after_two = _moving(one), _moving(two)
+        for name in after_one:
+            if name.endswith("moving_mean"):
+                np.testing.assert_allclose(after_two[name], after_one[name], rtol=1e-4,
+                                           atol=1e-6, err_msg=name)
+                assert not np.allclose(after_one[name], before[name])
+            else:  # the fused kernel's Bessel factor n / (n - 1), with half the n per share
+                layer = sizes[name[len("mind/"):-len("/bn/moving_variance")]]
+                n = 4 * layer.height * layer.width
+                decay = one.config.model.bn_decay
+                ratio = ((after_two[name] - decay * before[name]) /
+                         (after_one[name] - decay * before[name]))
+                np.testing.assert_allclose(ratio, (n / 2.0 / (n / 2.0 - 1)) / (n / (n - 1.0)),
+                                           rtol=2e-3, err_msg=name)
+    finally:
+        one.close()
+        two.close()
+
+
+def test_num_devices_must_divide_the_batch(tmp_path):
+    config = load_config(os.path.join(ROOT, "configs", "tiny_test.json"))
+    with pytest.raises(UserError, match="num_devices"):
+        config.replace(train={"num_devices": 3})
