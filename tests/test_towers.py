@@ -95,3 +95,24 @@ def test_num_devices_must_divide_the_batch(tmp_path):
     config = load_config(os.path.join(ROOT, "configs", "tiny_test.json"))
     with pytest.raises(UserError, match="num_devices"):
         config.replace(train={"num_devices": 3})
+
+
+def test_sharded_matching_on_two_devices_equals_one(random_kernel_checkpoint, rng):
+    from vidcorr.matching import Matcher
+
+    a = rng.rand(32, 64, 3).astype(np.float32)
+    b = np.roll(a, 2, axis=1)
+    one = Matcher(random_kernel_checkpoint, levels=2, chunk=4)
+    two = Matcher(random_kernel_checkpoint, levels=2, chunk=4, devices=2)
+    try:
+        m1, m2 = one.match(a, b, stride=6), two.match(a, b, stride=6)  # 66 points: uneven parts
+        assert two.devices == ["/device:CPU:0", "/device:CPU:1"]
+        graph = two.graph_for(32, 64).graph
+        assert {op.device for op in graph.get_operations()
+                if op.name.startswith("replica1/") and op.type == "Conv2D"} == {"/device:CPU:1"}
+        for field in ("p1", "p3", "peak", "confidence", "valid"):
+            np.testing.assert_allclose(getattr(m2, field), getattr(m1, field), rtol=1e-5,
+                                       atol=1e-6, err_msg=field)
+    finally:
+        one.close()
+        two.close()

@@ -100,6 +100,9 @@ def correspond_main(argv=None):
                         help="keep only matches that agree with the swapped pair")
     parser.add_argument("--memory-mb", type=int, default=1024,
                         help="memory budget of a batched backward pass")
+    parser.add_argument("--devices", type=int, default=1,
+                        help="spread each read-out over N devices (GPUs, or virtual CPU "
+                             "devices without them)")
     parser.add_argument("--min-confidence", type=float, default=DEFAULT_MIN_CONFIDENCE,
                         help="mark matches below this confidence invalid (peak ratio times "
                              "texture; default %(default)s)")
@@ -137,6 +140,7 @@ def _correspond(args):
                                 progress=not args.no_progress, levels=args.levels,
                                 min_confidence=args.min_confidence,
                                 max_seconds=args.max_seconds, shard=shard,
+                                devices=args.devices,
                                 overwrite=args.overwrite,
                                 log=lambda m: print(m, file=sys.stderr))
 

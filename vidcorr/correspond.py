@@ -192,7 +192,7 @@ def finished(out_dir, name):
 def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
                      consistency=False, memory_mb=1024, progress=True, levels=DEFAULT_LEVELS,
                      min_confidence=None, max_seconds=DEFAULT_MAX_SECONDS, shard=None,
-                     overwrite=False, log=None):
+                     overwrite=False, log=None, devices=None):
     """Matches every ``(name, frame_t, frame_t2)`` and writes its files.
 
     ``levels``, ``min_confidence`` and ``max_seconds`` are the
@@ -200,7 +200,8 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
     read-out, the confidence below which a match is invalid, and the time limit
     of one pair (checked before its work starts). With ``shard=(K, N)`` only
     that shard's pairs are matched (:func:`shard_pairs`); pairs whose outputs
-    all exist are skipped unless ``overwrite``.
+    all exist are skipped unless ``overwrite``. ``devices`` spreads each
+    read-out over devices (see the Matcher).
 
     Returns:
       ``[(name, number of valid matches, seconds)]``.
@@ -224,7 +225,8 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
     matcher, done = None, []
     try:
         matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size, levels=levels,
-                          min_confidence=min_confidence, max_seconds=max_seconds)
+                          min_confidence=min_confidence, max_seconds=max_seconds,
+                          devices=devices)
         for name, frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
                                             unit="pair"):
             start = time.time()

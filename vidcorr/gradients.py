@@ -266,6 +266,10 @@ class SensitivityGraph(FoldedGraph):
       full_maps: also return every pixel's full ``[2, H, W]`` maps from
         :meth:`run` (``maps``; for pictures and tests: memory grows with the
         number of pixels).
+      devices: optional list of devices to share each ``sess.run``'s pixels
+        over (e.g. :func:`vidcorr.compat.tower_devices`): one replica of the
+        forward and backward pass per device, each looping over its own
+        contiguous part of the pixels; results are concatenated in order.
 
     Raises:
       UserError: if ``weights`` do not fit the network (another width or
@@ -273,7 +277,8 @@ class SensitivityGraph(FoldedGraph):
     """
 
     def __init__(self, spec, height, width, weights, chunk=16, norm="l2", radius=4, device=None,
-                 threads=None, max_pixels_per_run=None, backward="auto", full_maps=False):
+                 threads=None, max_pixels_per_run=None, backward="auto", full_maps=False,
+                 devices=None):
         if norm not in NORMS:
             raise UserError("norm must be one of %s, got %r" % (", ".join(NORMS), norm))
         if backward not in BACKWARDS:
@@ -282,14 +287,40 @@ class SensitivityGraph(FoldedGraph):
         self.chunk, self.max_pixels_per_run = int(chunk), max_pixels_per_run
         self.norm, self.radius, self.full_maps = norm, radius, full_maps
         self.backward = backward
-        super(SensitivityGraph, self).__init__(spec, height, width, weights, device, threads)
+        self.devices = list(devices) if devices else None
+        if self.devices and any("CPU" in d.upper() for d in self.devices):
+            self.cpu_devices = len(self.devices)
+        super(SensitivityGraph, self).__init__(spec, height, width, weights,
+                                               self.devices[0] if self.devices else device,
+                                               threads)
 
     def _build(self, spec):
-        h, w, chunk = self.height, self.width, self.chunk
+        h, w = self.height, self.width
         top, bottom, left, right = self.padding = padding_for(h, w)
         hp, wp = h + top + bottom, w + left + right
         self.image = tf.get_variable("image", [1, hp, wp, 6], tf.float32, tf.zeros_initializer(),
                                      trainable=False, use_resource=True)
+        self.pixels = tf.placeholder(tf.int32, [None], name="pixels")
+        count = tf.shape(self.pixels)[0]
+        devices = self.devices or [None]
+        # Each replica gets a contiguous part, a whole number of chunks (the padding
+        # pixels are pixel 0, dropped from the results).
+        per = (count + len(devices) * self.chunk - 1) // (len(devices) * self.chunk) * self.chunk
+        padded_pixels = tf.pad(self.pixels, [[0, per * len(devices) - count]])
+        parts = []
+        for i, device in enumerate(devices):
+            with tf.device(device), tf.name_scope("replica%d" % i if self.devices else None), \
+                    tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
+                parts.append(self._replica(spec, padded_pixels[i * per:(i + 1) * per], per))
+        self.results = {name: (tf.concat([p[name] for p in parts], 0) if len(parts) > 1
+                               else parts[0][name])[:count] for name in parts[0]}
+
+    def _replica(self, spec, pixels, count):
+        """The forward pass and the chunked, reduced backward pass of ``pixels``
+        (``count`` of them, a multiple of the chunk): a dict of result tensors."""
+        h, w, chunk = self.height, self.width, self.chunk
+        top, bottom, left, right = self.padding
+        hp, wp = h + top + bottom, w + left + right
         frames = self.image.value()  # [1, H', W', 6], reflect-padded, device resident
         endpoints = {}
         out = mind(frames, False, spec=spec, folded=True, endpoints=endpoints)  # [1, H', W', 3]
@@ -306,10 +337,7 @@ class SensitivityGraph(FoldedGraph):
 
         # Any number of pixels in one sess.run: an in-graph loop over chunks of `chunk`
         # pixels, one batched VJP per iteration.
-        self.pixels = tf.placeholder(tf.int32, [None], name="pixels")
-        count = tf.shape(self.pixels)[0]
-        n_chunks = (count + chunk - 1) // chunk
-        padded_pixels = tf.pad(self.pixels, [[0, n_chunks * chunk - count]])
+        n_chunks = count // chunk
         names = ["peak_x", "peak_y", "peak", "second", "patch"]
         dtypes = [tf.int32, tf.int32, tf.float32, tf.float32, tf.float32]
         if self.full_maps:
@@ -317,7 +345,7 @@ class SensitivityGraph(FoldedGraph):
             dtypes.append(tf.float32)
 
         def body(i, arrays):
-            sens = sensitivity(padded_pixels[i * chunk:(i + 1) * chunk])  # [chunk, 2, H, W]
+            sens = sensitivity(pixels[i * chunk:(i + 1) * chunk])  # [chunk, 2, H, W]
             reduced = _reduce(sens, self.radius)
             reduced["maps"] = sens
             return i + 1, [a.write(i, reduced[n]) for a, n in zip(arrays, names)]
@@ -325,7 +353,7 @@ class SensitivityGraph(FoldedGraph):
         arrays = [tf.TensorArray(d, size=n_chunks) for d in dtypes]
         _, arrays = tf.while_loop(lambda i, _: i < n_chunks, body, [tf.constant(0), arrays],
                                   parallel_iterations=1, back_prop=False)
-        self.results = {name: array.concat()[:count] for name, array in zip(names, arrays)}
+        return {name: array.concat() for name, array in zip(names, arrays)}
 
     def set_images(self, frame_t, frame_t2):
         """Loads an image pair (``[H, W, 3]`` float arrays in [0, 1]) onto the device."""

@@ -262,13 +262,16 @@ class FoldedGraph(object):
       UserError: if ``weights`` do not fit the network.
     """
 
+    cpu_devices = None  # subclasses spreading work over virtual CPU devices set this
+
     def __init__(self, spec, height, width, weights, device=None, threads=None):
         self.height, self.width = int(height), int(width)
         self.graph = tf.Graph()
         self.sess = None
         with self.graph.as_default(), tf.device(device or default_device()):
             self._build(spec)
-            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
+            self.sess = tf.Session(graph=self.graph, config=session_config(
+                threads, cpu_devices=self.cpu_devices))
             load_folded_weights(self.sess, weights)
         self.graph.finalize()
 

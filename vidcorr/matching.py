@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from vidcorr.budget import DEFAULT_MAX_SECONDS, MAX_COARSE_STRIDE, check_budget
+from vidcorr.compat import tower_devices
 from vidcorr.confidence import DEFAULT_MIN_CONFIDENCE, match_confidence, peak_ratio
 from vidcorr.errors import UserError
 from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
@@ -222,6 +223,9 @@ class Matcher(object):
       min_confidence: matches whose confidence (peak ratio times texture,
         :mod:`vidcorr.confidence`) is below it are marked invalid (default
         ``DEFAULT_MIN_CONFIDENCE``; 0 keeps all).
+      devices: spread every read-out's pixels over these devices (a list, or
+        a count N for the first N GPUs, or N virtual CPU devices without
+        GPUs); one replica of the pass per device, the same matches.
       max_seconds: refuse pairs whose estimated time is above it, or whose
         estimated memory exceeds the machine's (:mod:`vidcorr.budget`), with
         the ``max_size`` that would fit; 0 or None: no time limit.
@@ -233,7 +237,7 @@ class Matcher(object):
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
                  max_size=None, device=None, threads=None, max_pixels_per_run=None,
                  levels=DEFAULT_LEVELS, refine="centroid", min_confidence=None,
-                 max_seconds=DEFAULT_MAX_SECONDS):
+                 max_seconds=DEFAULT_MAX_SECONDS, devices=None):
         if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
             raise UserError("levels must be an integer >= 1, got %r" % (levels,))
         if refine not in REFINEMENTS:
@@ -260,6 +264,11 @@ class Matcher(object):
         self.max_size, self.device, self.threads = max_size, device, threads
         self.max_pixels_per_run = max_pixels_per_run
         self.max_seconds = max_seconds
+        if isinstance(devices, int) and not isinstance(devices, bool):
+            if devices < 1:
+                raise UserError("devices must be at least 1, got %d" % devices)
+            devices = tower_devices(devices) if devices > 1 else None
+        self.devices = list(devices) if devices else None
         self._graphs, self._predictors = {}, {}
 
     def graph_for(self, height, width):
@@ -269,7 +278,7 @@ class Matcher(object):
             chunk = self.chunk or chunk_for_budget(self.spec, height, width, self.memory_mb)
             self._graphs[key] = SensitivityGraph(
                 self.spec, height, width, self.weights, chunk, self.norm, self.radius,
-                self.device, self.threads, self.max_pixels_per_run)
+                self.device, self.threads, self.max_pixels_per_run, devices=self.devices)
         return self._graphs[key]
 
     def _prepare(self, frame_t, frame_t2):
