@@ -23,7 +23,7 @@ from vidcorr.matching import Matcher
 from vidcorr.metrics import coverage_accuracy, endpoint_errors
 
 THRESHOLDS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
-SCALES = (TEXTURE_SCALE / 64, TEXTURE_SCALE / 16, TEXTURE_SCALE / 4, TEXTURE_SCALE)
+SCALES = tuple((g / 255.0) ** 2 for g in (0.25, 0.5, 1.0, 2.0))  # grey levels per pixel
 
 
 def _flat_pairs(height=128, width=192):

@@ -9,6 +9,7 @@ so its native start-up lines are not shown unless ``--verbose`` is given.
 
 import argparse
 import inspect
+import os
 import sys
 
 from vidcorr.budget import DEFAULT_MAX_SECONDS
@@ -33,11 +34,21 @@ def train_main(argv=None):
     parser.add_argument("--devices", type=int,
                         help="override train.num_devices: data-parallel towers, one per GPU "
                              "(or per virtual CPU device without GPUs)")
+    parser.add_argument("--cluster", help="JSON file {\"ps\": [...], \"worker\": [...]} of "
+                                          "host:port (or set TF_CONFIG): multi-worker training")
+    parser.add_argument("--job-name", choices=("ps", "worker"), help="this process's job")
+    parser.add_argument("--task-index", type=int, help="this process's index in its job")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
+    args.hard_exit = False
     with quiet_stderr(not args.verbose):
-        return _train(args)
+        code = _train(args)
+    if args.hard_exit:  # a TF 1.15 chief whose session cannot close (vidcorr.distributed)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _train(args):
@@ -45,22 +56,44 @@ def _train(args):
     from vidcorr.training import Trainer, TrainingDiverged
 
     def work():
+        distributed = args.cluster or args.job_name or os.environ.get("TF_CONFIG")
+        if distributed:
+            from vidcorr.distributed import (DistributedTrainer, read_cluster,
+                                             run_parameter_server)
+            cluster, job, index = read_cluster(args.cluster, args.job_name, args.task_index)
         config = load_config(args.config)
         overrides = {k: v for k, v in (("run_dir", args.run_dir), ("steps", args.steps),
                                        ("init_from", args.init_from),
                                        ("num_devices", args.devices)) if v is not None}
         if overrides:
             config = config.replace(train=overrides)
-        return Trainer(config, resume=args.resume, progress=not args.no_progress).run()
+        if not distributed:
+            return Trainer(config, resume=args.resume, progress=not args.no_progress).run()
+        if job == "ps":
+            run_parameter_server(cluster, index, log=lambda m: print(m, file=sys.stderr))
+            return None
+        trainer = DistributedTrainer(config, cluster, index, resume=args.resume,
+                                     progress=not args.no_progress)
+        try:
+            return trainer.run()
+        finally:
+            args.hard_exit = trainer.hard_exit
 
     code, results = run_cli(work, errors=(UserError, TrainingDiverged),
                             interrupted="interrupted before training started; nothing was saved")
-    if code:
+    if code or results is None:
         return code
+    if results["interrupted"] and results.get("checkpoint") is None:
+        print("worker interrupted at step %d (signal %d); start it again to rejoin"
+              % (results["step"], results["signal"]), file=sys.stderr)
+        return 128 + results["signal"]
     if results["interrupted"]:  # saved, but not finished: a scheduler must be able to tell
         print("interrupted at step %d (signal %d); saved %s; resume with --resume"
               % (results["step"], results["signal"], results["checkpoint"]), file=sys.stderr)
         return 128 + results["signal"]
+    if results.get("checkpoint") is None:  # a worker other than the chief
+        print("done: step %d (the chief saves and validates)" % results["step"])
+        return 0
     print("done: step %d, validation PSNR %.2f dB vs frame average %.2f dB, checkpoint %s"
           % (results["step"], results["val_psnr"], results["baseline_psnr"],
              results["checkpoint"]))

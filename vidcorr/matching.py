@@ -7,10 +7,12 @@ for each grid point p of the middle frame, the peak of its sensitivity in
 frame t, ``(x1, y1)``, and in frame t+2, ``(x3, y3)``, refined to sub-pixel
 precision by the centroid of the 3x3 neighbourhood (or a quadratic fit,
 ``refine="quadratic"``; the centroid measured better in
-``benchmarks/precision_study.py``), with a confidence
+``benchmarks/precision_study.py``), with a confidence: the peak ratio
 ``1 - second / peak`` (the best value outside a radius against the peak; the
-lower of the two frames). An optional consistency check runs the pair in
-swapped order and keeps matches that agree within a tolerance.
+lower of the two frames) times the image texture at both ends
+(:mod:`vidcorr.confidence`); matches below ``min_confidence`` are invalid. An
+optional consistency check runs the pair in swapped order and keeps matches
+that agree within a tolerance.
 
 With ``levels`` N > 1 the read-out is coarse to fine (:mod:`vidcorr.pyramid`):
 the coarsest of N half-size levels is read out on the grid, its matches become

@@ -17,6 +17,7 @@
   last good checkpoint as it was.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -78,6 +79,8 @@ class Trainer(object):
         self.writer = None
         self.step = 0
         self._stop_signal = None
+        self.is_chief = True  # the process that writes checkpoints, summaries and validation
+        self.task_seed = 0  # added to the data seed (distributed workers draw different data)
 
     # -- set-up ----------------------------------------------------------------------------
     def _check_run_dir(self):
@@ -110,32 +113,56 @@ class Trainer(object):
     def setup(self):
         """Loads data, builds the graph and session, restores or initialises variables."""
         c = self.config
-        latest = self._check_run_dir()
+        latest = self._check_run_dir() if self.is_chief else None
         start_step = checkpoints.checkpoint_step(latest) if latest else 0
         init_prefix = None
-        if self.resume and not latest:
+        if self.resume and not latest and self.is_chief:
             self.log("--resume: %s has no checkpoint yet; starting from step 0" % self.run_dir)
-        if c.train.init_from and not latest:
+        if c.train.init_from and not latest and self.is_chief:
             init_prefix = checkpoints.find_checkpoint(c.train.init_from)
         self.data = TripletData(c.data, log=self.log)
         self.val_inputs, self.val_targets = self.data.validation_set()
-        self._write_config()
+        if self.is_chief:
+            self._write_config()
         self.graph = tf.Graph()
         with self.graph.as_default():
-            tf.set_random_seed(c.train.seed)
-            self._build(start_step)
-            self.sess = tf.Session(graph=self.graph, config=session_config(
-                c.train.threads, cpu_devices=c.train.num_devices))
-            self.sess.run(tf.global_variables_initializer())
-            if latest:
-                self._restore(latest, start_step)
-            elif init_prefix:
-                restored, _ = checkpoints.restore_matching(
-                    self.sess, init_prefix, self.network_variables, require_all=True)
-                self.log("initialised %d network variables from %s" % (len(restored), init_prefix))
+            tf.set_random_seed(c.train.seed + self.task_seed)
+            with self._placement():
+                self._build(start_step)
+            self._start_session(latest, start_step, init_prefix)
         self.step = int(self.sess.run(self.global_step))
-        self.writer = tf.summary.FileWriter(self.run_dir, self.graph if not latest else None)
+        if self.is_chief:
+            self.writer = tf.summary.FileWriter(self.run_dir, self.graph if not latest else None)
         return self
+
+    def _placement(self):
+        """The device scope the graph is built in (distributed training overrides it)."""
+        return contextlib.suppress()  # no scope
+
+    def _optimizer(self, optimizer):
+        """The optimizer as used (distributed training wraps it)."""
+        return optimizer
+
+    def _start_session(self, latest, start_step, init_prefix):
+        """Creates ``self.sess`` and restores or initialises the variables."""
+        c = self.config
+        self.sess = tf.Session(graph=self.graph, config=session_config(
+            c.train.threads, cpu_devices=c.train.num_devices))
+        self.sess.run(tf.global_variables_initializer())
+        if latest:
+            self._restore(latest, start_step)
+        elif init_prefix:
+            self._init_from(self.sess, init_prefix)
+
+    def _init_from(self, sess, init_prefix):
+        restored, _ = checkpoints.restore_matching(sess, init_prefix, self.network_variables,
+                                                   require_all=True)
+        self.log("initialised %d network variables from %s" % (len(restored), init_prefix))
+
+    def _run_step(self, fetches):
+        """One training step's ``sess.run``; returns the fetched values and the global step."""
+        out = self.sess.run(fetches + [self.global_step])
+        return out[:-1], int(out[-1])
 
     def _restore(self, latest, start_step):
         """Restores a resumed run: everything, or, from a checkpoint without optimizer
@@ -154,8 +181,11 @@ class Trainer(object):
                                          require_all=True)
             self.log("resumed %s at step %d without optimizer state (it has none, e.g. an "
                      "exported model): Adam starts afresh" % (latest, start_step))
-        # The saver forgets checkpoints of earlier processes unless told: without this
-        # keep_checkpoints would never delete them.
+        self._recover_checkpoints()
+
+    def _recover_checkpoints(self):
+        """Tells the saver of the run's older checkpoints: without this it forgets those
+        of earlier processes, and keep_checkpoints would never delete them."""
         state = tf.train.get_checkpoint_state(self.run_dir)
         older = [os.path.join(self.run_dir, os.path.basename(p))
                  for p in (state.all_model_checkpoint_paths if state else [])]
@@ -175,7 +205,7 @@ class Trainer(object):
         self.quantize = (tf.placeholder_with_default(True, [], "quantize")
                          if c.model.quantize else False)
         self.lr = learning_rate(c.train, self.global_step)
-        optimizer = tf.train.AdamOptimizer(self.lr)
+        optimizer = self._optimizer(tf.train.AdamOptimizer(self.lr))
         if c.train.num_devices == 1:
             self.prediction = mind(self.inputs, self.is_training, self.quantize,
                                    c.model.network_spec(), c.model.num_bits, name=MODEL_SCOPE)
@@ -313,14 +343,16 @@ class Trainer(object):
         last_saved, rate, losses = None, None, []
         try:
             while self.step < c.steps and self._stop_signal is None:
-                fetches = [self.train_op, self.loss, self.psnr, self.global_step]
-                want_summary = (self.step + 1) % c.summary_every == 0
+                fetches = [self.train_op, self.loss, self.psnr]
+                want_summary = self.is_chief and (self.step + 1) % c.summary_every == 0
                 if want_summary:
                     fetches.append(self.summary_op)
-                start = time.perf_counter()
-                out = self.sess.run(fetches)
+                start, before = time.perf_counter(), self.step
+                out, self.step = self._run_step(fetches)
+                if out is None:  # a distributed worker whose run has ended
+                    break
                 elapsed = time.perf_counter() - start
-                loss, step_psnr, self.step = float(out[1]), float(out[2]), int(out[3])
+                loss, step_psnr = float(out[1]), float(out[2])
                 if not np.isfinite(loss):
                     raise TrainingDiverged(
                         "loss became %s at step %d; stopped without saving. The last good "
@@ -328,20 +360,27 @@ class Trainer(object):
                                               tf.train.latest_checkpoint(self.run_dir)))
                 losses.append(loss)
                 if want_summary:
-                    self.writer.add_summary(out[4], self.step)
+                    self.writer.add_summary(out[3], self.step)
                 speed = c.batch_size / max(elapsed, 1e-9)
                 rate = speed if rate is None else 0.9 * rate + 0.1 * speed
                 bar.update(1)
                 bar.set_postfix(loss="%.4f" % loss, psnr="%.2f" % step_psnr,
                                 samples_s="%.1f" % rate, refresh=False)
-                if self.step % c.checkpoint_every == 0:
+                # Crossing a multiple, not landing on it: a distributed worker's global
+                # step can move by more than one between its own steps.
+                if self.is_chief and self.step // c.checkpoint_every > before // c.checkpoint_every:
                     last_saved = self.save()
-                if self.step % c.validate_every == 0:
+                if self.is_chief and self.step // c.validate_every > before // c.validate_every:
                     self._report_validation()
         finally:
             bar.close()
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
+        if not self.is_chief:  # the chief saves and validates
+            results.update(step=self.step, checkpoint=None, samples_per_second=rate,
+                           interrupted=self._stop_signal is not None, signal=self._stop_signal,
+                           train_loss=float(np.mean(losses[-20:])) if losses else None)
+            return results
         if last_saved is None or checkpoints.checkpoint_step(last_saved) != self.step:
             last_saved = self.save()
         if self._stop_signal is not None:
