@@ -14,7 +14,10 @@
   images) and a tqdm progress bar with loss, samples/s and ETA;
 * validation PSNR on held-out triplets next to the frame-average baseline;
 * a NaN or Inf loss stops the run with :class:`TrainingDiverged`, leaving the
-  last good checkpoint as it was.
+  last good checkpoint as it was;
+* ``train.num_devices`` > 1 splits each batch over towers (:mod:`vidcorr.towers`);
+  :class:`vidcorr.distributed.DistributedTrainer` runs the same loop as one
+  worker of a cluster (only the chief, ``is_chief``, saves and validates).
 """
 
 import contextlib
@@ -29,13 +32,14 @@ import numpy as np
 from tqdm import tqdm
 
 from vidcorr import checkpoints
-from vidcorr.compat import session_config, tf, tower_devices
+from vidcorr.compat import session_config, tf
 from vidcorr.config import config_from_dict
 from vidcorr.data import TripletData
 from vidcorr.errors import UserError
 from vidcorr.losses import psnr, psnr_numpy, reconstruction_loss, reconstruction_loss_numpy
 from vidcorr.network import mind
 from vidcorr.spec import MODEL_SCOPE
+from vidcorr.towers import build_towers
 
 __all__ = ["Trainer", "TrainingDiverged", "learning_rate", "train"]
 
@@ -216,8 +220,12 @@ class Trainer(object):
             self.train_op = optimizer.apply_gradients(self.grads_and_vars,
                                                       global_step=self.global_step)
             self.devices = [None]
-        else:
-            self._build_towers(optimizer)
+        else:  # data-parallel towers (vidcorr/towers.py)
+            tower = build_towers(c, optimizer, self.inputs, self.targets, self.is_training,
+                                 self.quantize, self.global_step)
+            self.prediction, self.loss, self.train_op = tower.prediction, tower.loss, tower.train_op
+            self.grads_and_vars, self.network_variables = tower.grads_and_vars, tower.variables
+            self.devices = tower.devices
         self.psnr = psnr(self.prediction, self.targets)
         average = 0.5 * (self.inputs[..., :3] + self.inputs[..., 3:])  # [B, h, w, 3]
         self.summary_op = tf.summary.merge([
@@ -230,52 +238,6 @@ class Trainer(object):
             tf.summary.image("target", self.targets[:2]),
         ])
         self.saver = tf.train.Saver(max_to_keep=c.train.keep_checkpoints, save_relative_paths=True)
-
-    def _build_towers(self, optimizer):
-        """One tower per device on an equal share of the batch, sharing the variables.
-
-        Variables live on the parameter device (the CPU); each tower computes its
-        loss and gradients on its own device; the gradients are averaged on the
-        parameter device and applied once. Only the first tower updates batch
-        norm's moving statistics: every tower estimates the same population
-        statistics from an equal share, an in-step average across devices would
-        need a synchronisation (sync batch norm) in every layer, and one update
-        per step keeps the moving averages' decay what the config says.
-        """
-        c = self.config
-        devices = tower_devices(c.train.num_devices)
-        param_device = "/device:CPU:0"
-        variable_ops = ("Variable", "VariableV2", "VarHandleOp")
-
-        def placer(device):
-            return lambda op: param_device if op.type in variable_ops else device
-
-        shares_in = tf.split(self.inputs, len(devices))  # n x [B/n, h, w, 6]
-        shares_tg = tf.split(self.targets, len(devices))  # n x [B/n, h, w, 3]
-        predictions, losses, grads = [], [], []
-        for i, device in enumerate(devices):
-            with tf.device(placer(device)), tf.name_scope("tower%d" % i), \
-                    tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
-                pred = mind(shares_in[i], self.is_training, self.quantize,
-                            c.model.network_spec(), c.model.num_bits, name=MODEL_SCOPE,
-                            update_moving=i == 0)  # [B/n, h, w, 3]
-                if i == 0:
-                    self.network_variables = tf.global_variables(MODEL_SCOPE)
-                loss = reconstruction_loss(pred, shares_tg[i], c.train.loss)
-                grads.append(optimizer.compute_gradients(
-                    loss, var_list=tf.trainable_variables(MODEL_SCOPE)))
-                predictions.append(pred)
-                losses.append(loss)
-        with tf.device(param_device):
-            averaged = []
-            for per_tower in zip(*grads):  # one (gradient, variable) per tower
-                var = per_tower[0][1]
-                averaged.append((tf.add_n([g for g, _ in per_tower]) / float(len(devices)), var))
-            self.loss = tf.add_n(losses) / float(len(devices))  # equal shares: the batch mean
-            self.prediction = tf.concat(predictions, axis=0)  # [B, h, w, 3]
-            self.train_op = optimizer.apply_gradients(averaged, global_step=self.global_step)
-        self.grads_and_vars = averaged
-        self.devices = devices
 
     # -- validation and saving -------------------------------------------------------------
     def predict(self, inputs, quantize=None):
