@@ -105,7 +105,8 @@ def main():
         one = _single(folder, config, [])
         towers = _single(folder, config, ["--devices", "2"])
         workers = _workers(folder, config)
-    print("| training (batch 8 per tower or worker) | steps/s | samples/s | vs one process |")
+    print("| training, tiny config (towers split a batch of 8; workers: 8 each) "
+          "| steps/s | samples/s | vs one process |")
     print("|---|---|---|---|")
     for label, rate, batch in (("one process", one, 8), ("2 towers (virtual CPUs)", towers, 8),
                                ("2 workers + 1 ps (local ports)", workers, 16)):
