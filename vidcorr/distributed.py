@@ -20,7 +20,9 @@ and cluster and its own ``--job-name``/``--task-index`` (or ``TF_CONFIG``).
   ``--resume`` read it.
 * Other workers wait for the chief's variables (``tf.train.SessionManager``)
   and train; a worker that is killed and started again rejoins at the current
-  global step. Each worker draws different triplets (the seed plus its index).
+  global step (sessions are filtered to their own worker and the ``ps`` tasks,
+  so none waits for a missing worker; while one is down the others go on, each
+  update still averaging ``replicas_to_aggregate`` gradients from those up). Each worker draws different triplets (the seed plus its index).
 
 The cluster is a JSON file ``{"ps": ["host:port", ...], "worker": [...]}``
 (``--cluster``) or the ``TF_CONFIG`` environment variable
@@ -145,6 +147,9 @@ class DistributedTrainer(Trainer):
             ready_for_local_init_op=self.sync.ready_for_local_init_op,
             graph=self.graph, recovery_wait_secs=1)
         config = session_config(self.config.train.threads)
+        # Only this worker and the parameter servers: a session must not wait for
+        # other workers (a restarted worker joins whether or not the others are up).
+        config.device_filters.extend(["/job:ps", "/job:worker/task:%d" % self.task_index])
         if not self.is_chief:
             self.log("worker %d: waiting for the chief's variables" % self.task_index)
             self.sess = manager.wait_for_session(self.server.target, config=config)

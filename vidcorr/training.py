@@ -325,7 +325,7 @@ class Trainer(object):
                     self.writer.add_summary(out[3], self.step)
                 speed = c.batch_size / max(elapsed, 1e-9)
                 rate = speed if rate is None else 0.9 * rate + 0.1 * speed
-                bar.update(1)
+                bar.update(self.step - before)  # a distributed step may move it by more
                 bar.set_postfix(loss="%.4f" % loss, psnr="%.2f" % step_psnr,
                                 samples_s="%.1f" % rate, refresh=False)
                 # Crossing a multiple, not landing on it: a distributed worker's global
@@ -338,10 +338,10 @@ class Trainer(object):
             bar.close()
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
+        results.update(step=self.step, checkpoint=None, samples_per_second=rate,
+                       interrupted=self._stop_signal is not None, signal=self._stop_signal,
+                       train_loss=float(np.mean(losses[-20:])) if losses else None)
         if not self.is_chief:  # the chief saves and validates
-            results.update(step=self.step, checkpoint=None, samples_per_second=rate,
-                           interrupted=self._stop_signal is not None, signal=self._stop_signal,
-                           train_loss=float(np.mean(losses[-20:])) if losses else None)
             return results
         if last_saved is None or checkpoints.checkpoint_step(last_saved) != self.step:
             last_saved = self.save()
@@ -349,9 +349,7 @@ class Trainer(object):
             self.log("stopped by signal %d at step %d; saved %s"
                      % (self._stop_signal, self.step, last_saved))
         results.update(self._report_validation(" [final]"))
-        results.update(step=self.step, checkpoint=last_saved, samples_per_second=rate,
-                       interrupted=self._stop_signal is not None, signal=self._stop_signal,
-                       train_loss=float(np.mean(losses[-20:])) if losses else None)
+        results["checkpoint"] = last_saved
         return results
 
     def close(self):
