@@ -122,11 +122,12 @@ def read_image(path):
     if not os.path.isfile(path):
         raise UserError("image not found: %s" % path)
     try:
-        with Image.open(path) as img:
-            img.load()
-            return _pil_array(img, path)
+        img = Image.open(path)
+        img.load()
     except (OSError, ValueError, SyntaxError) as err:
         raise UserError("cannot read image %s: %s" % (path, err))
+    with img:
+        return _pil_array(img, path)
 
 
 def to_uint8(image):
