@@ -116,7 +116,8 @@ def test_script_end_to_end_with_an_untrained_network(tmp_path, capsys):
     assert zero["acc@1/25%"] == zero["acc@1/50%"] == 0.0
     assert zero["acc@5/25%"] == zero["acc@5/50%"] == 1.0
     model = next(r for r in report["matching"] if r["method"].startswith("vidcorr"))
-    assert model["matches"] == 4 * 8 and "acc@1/25%" in model
+    # the valid ones of the 4 x 8 grid (min_confidence drops texture-poor matches)
+    assert 0 < model["matches"] <= 4 * 8 and "acc@1/25%" in model
 
 
 def test_script_bad_input_one_line(tmp_path, capsys):
