@@ -69,19 +69,38 @@ def kernel_setup(random_kernel_checkpoint):
     return random_kernel_checkpoint, image, points, grads, prediction
 
 
+@pytest.fixture(scope="module")
+def wide_setup(random_kernel_checkpoint):
+    """A 40x1500 pair, much wider than the network's receptive field (about 480 pixels):
+    each pixel's backward pass stays in a window all the way to the input."""
+    rng = np.random.RandomState(8)
+    image = rng.rand(40, 1500, 6).astype(np.float32)
+    points = np.array([[0, 0], [1499, 39], [1, 38], [700, 20], [1497, 3], [250, 17], [260, 0],
+                       [1200, 39]])
+    grads, prediction = _reference(random_kernel_checkpoint, image, points, spec=KERNEL_SPEC)
+    return random_kernel_checkpoint, image, points, grads, prediction
+
+
 @pytest.mark.parametrize("norm,size,backward", [
     ("l2", "plain", "auto"), ("l1", "plain", "auto"), ("max", "plain", "auto"),
     ("l2", "padded", "auto"), ("l2", "kernel", "auto"), ("max", "kernel", "auto"),
-    ("l2", "padded", "pfor"), ("l2", "kernel", "pfor")])
+    ("l2", "padded", "pfor"), ("l2", "kernel", "pfor"), ("l2", "wide", "auto"),
+    ("max", "wide", "auto")])
 def test_batched_reduced_equals_per_pixel_reference(request, norm, size, backward):
     prefix, image, points, grads, prediction = request.getfixturevalue(
-        {"plain": "setup", "padded": "padded_setup", "kernel": "kernel_setup"}[size])
+        {"plain": "setup", "padded": "padded_setup", "kernel": "kernel_setup",
+         "wide": "wide_setup"}[size])
     H, W = image.shape[:2]  # noqa: N806
     values = checkpoint_values(prefix)
     graph = SensitivityGraph(spec_from_checkpoint(prefix, values), H, W,
                              fold_batch_norm(values), chunk=4, norm=norm, radius=3,
-                             backward=backward, full_maps=size == "kernel")
+                             backward=backward, full_maps=size in ("kernel", "wide"))
     assert graph.backward == ("pfor" if backward == "pfor" else "transpose")
+    # Windowed up to the input only where the image is wider than the receptive field.
+    if size == "wide":
+        assert graph.window is not None and graph.window[1] < 600, graph.window
+    else:
+        assert graph.window is None
     graph.set_images(image[..., :3], image[..., 3:])
     res = graph.run(points)
     per_frame = grads.reshape(len(points), H, W, 2, 3)
@@ -100,7 +119,7 @@ def test_batched_reduced_equals_per_pixel_reference(request, norm, size, backwar
             padded = np.pad(m, 1)
             np.testing.assert_allclose(res["patch"][i, f], padded[y:y + 3, x:x + 3].ravel(),
                                        rtol=0, atol=tol)
-    if size == "kernel":  # the hand-built VJP of the kernel head, map for map
+    if size in ("kernel", "wide"):  # the hand-built VJP of the kernel head, map for map
         maps = res["maps"]  # [N, 2, H, W]
         np.testing.assert_allclose(maps, np.transpose(sens, [0, 3, 1, 2]), rtol=0,
                                    atol=1e-5 * sens.max())

@@ -6,7 +6,7 @@ import pytest
 from vidcorr.compat import tf
 from vidcorr.config import config_from_dict
 from vidcorr.errors import UserError
-from vidcorr.kernels import (CENTRE_LOGIT, apply_kernels, direct_sensitivity, logit_bias,
+from vidcorr.kernels import (CENTRE_LOGIT, apply_kernels, logit_bias,
                              logit_cotangent, tap_offsets, tap_sums)
 from vidcorr.network import NetworkSpec, forward_flops, mind
 
@@ -71,30 +71,24 @@ def test_logit_cotangent_is_the_gradient(sess):
 
 
 def test_direct_term_places_the_weights(sess):
+    """The direct term's window, scattered into the image, against numpy (borders too)."""
+    from vidcorr.gradients import direct_window
+    from vidcorr.windows import dense
+
     rng = np.random.RandomState(2)
     weights = rng.rand(50).astype(np.float32)  # K = 5
-    pixels = [(3, 4), (0, 0), (6, 8)]
-    expected = np.zeros((3, 7, 9, 2), np.float32)
+    pixels = np.array([(3, 4), (0, 0), (6, 8)], np.int32)
+    batch = np.stack([weights, 2 * weights, weights[::-1]])  # [3, 50], each its own weights
+    win = direct_window(tf.constant(batch), tf.constant(pixels[:, 0]), tf.constant(pixels[:, 1]),
+                        7, 9, 5)
+    got = sess.run(dense(win))  # [3, 7, 9, 6]
+    expected = np.zeros((3, 7, 9, 6), np.float32)
     for n, (y, x) in enumerate(pixels):
-        got = sess.run(direct_sensitivity(tf.constant(weights), tf.constant(y), tf.constant(x),
-                                          7, 9, 5))  # [7, 9, 2]
         for j in range(2):
             for t, (dy, dx) in enumerate(tap_offsets(5)):
                 if 0 <= y + dy < 7 and 0 <= x + dx < 9:
-                    expected[n, y + dy, x + dx, j] = weights[j * 25 + t]
-        np.testing.assert_allclose(got, expected[n], atol=1e-7)
-    # A batch of pixels, each with its own weights.
-    batch = np.stack([weights, 2 * weights, weights[::-1]])  # [3, 50]
-    ys, xs = np.array([p[0] for p in pixels]), np.array([p[1] for p in pixels])
-    got = sess.run(direct_sensitivity(tf.constant(batch), tf.constant(ys, tf.int32),
-                                      tf.constant(xs, tf.int32), 7, 9, 5))  # [3, 7, 9, 2]
-    expected[1] *= 2
-    expected[2] = 0
-    for j in range(2):
-        for t, (dy, dx) in enumerate(tap_offsets(5)):
-            if 0 <= 6 + dy < 7 and 0 <= 8 + dx < 9:
-                expected[2, 6 + dy, 8 + dx, j] = weights[::-1][j * 25 + t]
-    np.testing.assert_allclose(got, expected, atol=1e-6)
+                    expected[n, y + dy, x + dx, 3 * j:3 * j + 3] = batch[n, j * 25 + t]
+    np.testing.assert_allclose(got, expected, atol=1e-7)
 
 
 def test_kernel_network_blend_from_its_logits_and_copies_shifts(sess):

@@ -13,9 +13,10 @@ for a whole batch of cotangents ``[N, ...]`` at one fixed batch-1 input:
   convolution's is a strided forward convolution; the N cotangents are the
   batch of these convolutions (the rules are in :mod:`vidcorr.transpose`);
 * for one-pixel cotangents (:meth:`BatchedVJP.points`) the pass runs on a
-  small window around each pixel for as long as the window is small
-  (:mod:`vidcorr.windows`): through the decoder of MIND, whose full-resolution
-  layers would otherwise cost as much as the encoder's.
+  small window around each pixel for as long as the window is cheaper than
+  the whole image (:mod:`vidcorr.windows`): through the decoder of MIND, and
+  through the encoder where the image is larger than the receptive field, so
+  that one pixel's cost stops growing with the image.
 
 Why not ``tf.gradients`` under ``tf.vectorized_map`` (pfor): on TF 1.15's CPU
 kernels ``Conv2DBackpropInput`` (the input gradient of a convolution) is much
@@ -35,7 +36,7 @@ output raises :class:`UnsupportedGraph`, so callers can fall back to pfor.
 
 from vidcorr.compat import tf
 from vidcorr.transpose import NOT_DIFFERENTIABLE, RULES, UnsupportedGraph, batch_shape
-from vidcorr.windows import WINDOW_RULES, Window, dense
+from vidcorr.windows import WINDOW_RULES, Window, dense, sum_cotangents
 
 __all__ = ["UnsupportedGraph", "BatchedVJP"]
 
@@ -115,7 +116,7 @@ class BatchedVJP(object):
         """Gradients w.r.t. ``xs`` for cotangents ``[N] + ys.shape[1:]``: ``[N] + xs.shape[1:]``."""
         return self._backward(cotangents)
 
-    def points(self, values, rows, cols):
+    def points(self, values, rows, cols, windowed=False):
         """Gradients w.r.t. ``xs`` for cotangents that are non-zero at one pixel each.
 
         Cotangent n is ``values[n]`` at pixel ``(rows[n], cols[n])`` of ``ys``
@@ -130,23 +131,25 @@ class BatchedVJP(object):
           values: ``[N, C]``.
           rows: int32 ``[N]``.
           cols: int32 ``[N]``.
+          windowed: return a :class:`vidcorr.windows.Window` if the pass
+            stayed windowed up to ``xs`` (else the dense tensor).
 
         Returns:
-          ``[N] + xs.shape[1:]``.
+          ``[N] + xs.shape[1:]``, or with ``windowed`` possibly a Window of it.
         """
         _, height, width, channels = self.ys.shape.as_list()
         oy, ox = rows // 2 * 2, cols // 2 * 2  # a 2x2 window at even origins
         data = (values[:, None, None, :] * tf.one_hot(rows - oy, 2)[:, :, None, None] *
                 tf.one_hot(cols - ox, 2)[:, None, :, None])  # [N, 2, 2, C]
-        return self._backward(Window(data, oy, ox, height, width, align=2))
+        return self._backward(Window(data, oy, ox, height, width, 2, ((0, 1), (0, 1))), windowed)
 
-    def _backward(self, cotangents):
+    def _backward(self, cotangents, windowed=False):
         grads = {self.ys.name: [cotangents]}
         for op, deps in reversed(self._ops):
             incoming = grads.pop(op.outputs[0].name, None)
             if incoming is None:
                 continue
-            g = incoming[0] if len(incoming) == 1 else tf.add_n([dense(c) for c in incoming])
+            g = sum_cotangents(incoming)
             prepared, results = self._prepared[op.name], None
             if isinstance(g, Window) and not g.too_big() and op.type in WINDOW_RULES:
                 results = WINDOW_RULES[op.type](op, g, prepared, deps)
@@ -157,4 +160,6 @@ class BatchedVJP(object):
         result = grads.get(self.xs.name)
         if result is None:
             return tf.zeros(batch_shape(dense(cotangents), self.xs))
-        return tf.add_n([dense(r) for r in result]) if len(result) > 1 else dense(result[0])
+        result = sum_cotangents(result)
+        return result if windowed else dense(result)
+

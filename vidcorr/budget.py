@@ -58,14 +58,16 @@ def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1):
     Returns:
       An :class:`Estimate`: grid points of all levels, seconds, peak MB.
     """
-    from vidcorr.gradients import activation_bytes_per_pixel, chunk_for_budget, fixed_bytes
+    from vidcorr.gradients import (activation_bytes_per_pixel, chunk_for_budget, fixed_bytes,
+                                   pixel_extent)
 
     points, seconds, peak = 0, 0.0, 0.0
     for level in range(levels):
         h, w = -(-height // 2 ** level), -(-width // 2 ** level)
         step = stride if level == 0 else min(stride, MAX_COARSE_STRIDE)
         n = _grid(h, w, step)
-        gflop = plan_flops(layer_plan(spec, h, w), spec.kernel_size) / 1e9
+        # One read-out costs about a forward pass over the part of the image it covers.
+        gflop = plan_flops(layer_plan(spec, *pixel_extent(spec, h, w)), spec.kernel_size) / 1e9
         points += n
         seconds += n * gflop * SECONDS_PER_GFLOP
         chunk = chunk_for_budget(spec, h, w, memory_mb)

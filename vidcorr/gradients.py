@@ -39,13 +39,15 @@ from vidcorr.backward import BatchedVJP, UnsupportedGraph
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.inference import FoldedGraph
-from vidcorr.kernels import direct_sensitivity, logit_cotangent, tap_sums
+from vidcorr.kernels import logit_cotangent, tap_sums
 from vidcorr.network import mind, padding_for
-from vidcorr.spec import MODEL_SCOPE, layer_plan, padded_size
+from vidcorr.spec import MODEL_SCOPE, layer_plan, padded_size, receptive_radius
+from vidcorr.windows import DENSE_FRACTION, Window, dense, sum_cotangents
 
 __all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "grid_points", "chunk_for_budget",
+           "pixel_extent",
            "activation_bytes_per_pixel", "fixed_bytes", "pixel_vjp", "kernel_head_vjp",
-           "reduce_channels"]
+           "direct_window", "fold_window", "reduce_channels"]
 
 NORMS = ("l2", "l1", "max")
 BACKWARDS = ("auto", "transpose", "pfor")
@@ -86,14 +88,28 @@ def _layer_floats(spec, height, width):
     return sizes
 
 
+def pixel_extent(spec, height, width):
+    """The part of the padded image one pixel's backward pass covers: ``(h, w)``.
+
+    The whole padded image, unless the image is large enough against the
+    receptive field (:func:`vidcorr.spec.receptive_radius`) for the pass to stay
+    windowed up to the input (:data:`vidcorr.windows.DENSE_FRACTION`); then a
+    window of about twice that radius a side.
+    """
+    hp, wp = padded_size(height, width)
+    side = 2 * receptive_radius(layer_plan(spec, height, width)) + 2
+    h, w = min(hp, side), min(wp, side)
+    return (h, w) if h * w <= DENSE_FRACTION * hp * wp else (hp, wp)
+
+
 def activation_bytes_per_pixel(spec, height, width):
     """Rough float32 bytes that one pixel adds to a batched backward pass (its share of a chunk).
 
-    The dense part of the pass holds about four activations of the largest
-    layer per pixel at a time (the incoming and outgoing cotangents, a skip's
-    waiting cotangent, a temporary).
+    The pass holds about four activations of the largest layer per pixel at
+    a time (the incoming and outgoing cotangents, a skip's waiting cotangent,
+    a temporary), at the size of its window (:func:`pixel_extent`).
     """
-    return 4 * 4 * max(_layer_floats(spec, height, width))
+    return 4 * 4 * max(_layer_floats(spec, *pixel_extent(spec, height, width)))
 
 
 def fixed_bytes(spec, height, width):
@@ -125,23 +141,77 @@ def _reflect_fold(size, before, after):
     return fold
 
 
-def _reduce(sens, radius):
-    """Device-side reduction of ``[K, 2, H, W]`` maps to per-pixel, per-frame summaries."""
+def _fold_axis(data, origin, before, after, size, axis):
+    """Folds a window's reflect-padded positions back onto the pixels they copy, along one axis.
+
+    ``data`` holds padded positions ``origin + i`` (``i < length``) along ``axis``;
+    the result holds original positions ``start + a`` (``a < min(length, size)``),
+    each the sum of its own value and those of its mirror copies in the padding
+    (the rule of :func:`_reflect_fold`). Returns ``(folded, start)``.
+    """
+    length = data.shape.as_list()[axis]
+    out = min(length, size)
+    start = tf.clip_by_value(origin - before, 0, size - out)  # [K]
+    x = start[:, None] + tf.range(out)[None, :]  # [K, out] original positions
+    sources = [(x + before, None)]
+    if before:
+        sources.append((before - x, (x >= 1) & (x <= before)))
+    if after:
+        sources.append((before + 2 * (size - 1) - x, (x >= size - 1 - after) & (x <= size - 2)))
+    padding = [[0, 0]] * 4
+    padding[axis] = [0, 1]
+    padded = tf.pad(data, padding)  # a zero slice at index `length`
+    total = 0.0
+    for src, ok in sources:
+        index = src - origin[:, None]  # [K, out] into the window
+        inside = (index >= 0) & (index < length)
+        inside = inside if ok is None else inside & ok
+        index = tf.where(inside, index, tf.fill(tf.shape(index), length))
+        total = total + tf.gather(padded, index, axis=axis, batch_dims=1)
+    return total, start
+
+
+def fold_window(window, padding, height, width):
+    """A :class:`vidcorr.windows.Window` of the padded input's cotangent as original pixels.
+
+    Returns:
+      ``(data [K, h, w, C], oy [K], ox [K])``: rows ``oy + i`` and columns
+      ``ox + j`` of the ``[height, width]`` image; zero elsewhere.
+    """
+    top, bottom, left, right = padding
+    data, oy = _fold_axis(window.data, window.oy, top, bottom, height, 1)
+    data, ox = _fold_axis(data, window.ox, left, right, width, 2)
+    return data, oy, ox
+
+
+def _reduce(sens, radius, oy=None, ox=None):
+    """Device-side reduction of ``[K, 2, h, w]`` maps to per-pixel, per-frame summaries.
+
+    ``oy``/``ox`` ``[K]``: the maps are windows at these origins of a larger
+    image that is zero outside them (None: whole images). Positions come back
+    in image coordinates, as if the whole image had been reduced.
+    """
     k, h, w = tf.shape(sens)[0], sens.shape.as_list()[2], sens.shape.as_list()[3]
-    flat = tf.reshape(sens, [-1, 2, h * w])  # [K, 2, HW]
+    flat = tf.reshape(sens, [-1, 2, h * w])  # [K, 2, hw]
     arg = tf.argmax(flat, axis=-1, output_type=tf.int32)  # [K, 2]
-    peak_y, peak_x = arg // w, arg % w
-    ys = tf.constant(np.repeat(np.arange(h), w).astype(np.float32))  # [HW]
-    xs = tf.constant(np.tile(np.arange(w), h).astype(np.float32))  # [HW]
-    dist2 = (tf.square(ys - tf.cast(peak_y, tf.float32)[..., None]) +
-             tf.square(xs - tf.cast(peak_x, tf.float32)[..., None]))  # [K, 2, HW]
+    win_y, win_x = arg // w, arg % w
+    peak = tf.reduce_max(flat, axis=-1)  # [K, 2]
+    if oy is None:
+        peak_y, peak_x = win_y, win_x
+    else:  # an all-zero map's argmax is the image's first pixel, as for a whole image
+        found = tf.cast(peak > 0, tf.int32)
+        peak_y, peak_x = (win_y + oy[:, None]) * found, (win_x + ox[:, None]) * found
+    ys = tf.constant(np.repeat(np.arange(h), w).astype(np.float32))  # [hw]
+    xs = tf.constant(np.tile(np.arange(w), h).astype(np.float32))  # [hw]
+    dist2 = (tf.square(ys - tf.cast(win_y, tf.float32)[..., None]) +
+             tf.square(xs - tf.cast(win_x, tf.float32)[..., None]))  # [K, 2, hw]
     second = tf.reduce_max(tf.where(dist2 > float(radius) ** 2, flat, tf.zeros_like(flat)),
                            axis=-1)  # [K, 2]
     padded = tf.reshape(tf.pad(sens, [[0, 0], [0, 0], [1, 1], [1, 1]]), [-1])
     base = tf.reshape(tf.range(k * 2), [k, 2]) * ((h + 2) * (w + 2))  # [K, 2] map starts
-    patch = [tf.gather(padded, base + (peak_y + 1 + dy) * (w + 2) + peak_x + 1 + dx)
+    patch = [tf.gather(padded, base + (win_y + 1 + dy) * (w + 2) + win_x + 1 + dx)
              for dy in (-1, 0, 1) for dx in (-1, 0, 1)]  # 9 x [K, 2]
-    return {"peak_x": peak_x, "peak_y": peak_y, "peak": tf.reduce_max(flat, axis=-1),
+    return {"peak_x": peak_x, "peak_y": peak_y, "peak": peak,
             "second": second, "patch": tf.stack(patch, axis=-1)}  # patch: [K, 2, 9]
 
 
@@ -161,7 +231,8 @@ def kernel_head_vjp(spec, frames, endpoints):
 
     Returns:
       ``head(padded_indices [K])`` -> the cotangents of the features at
-      those pixels ``[K, C]`` and the direct term ``[K, H', W', 6]``.
+      those pixels ``[K, C]`` and the direct term, a
+      :class:`vidcorr.windows.Window` ``[K, K, K, 6]`` around each pixel.
     """
     k = spec.kernel_size
     taps = 2 * k * k
@@ -175,15 +246,36 @@ def kernel_head_vjp(spec, frames, endpoints):
         w_p = tf.gather(weights, padded_indices)  # [K, 2K^2]
         g = logit_cotangent(w_p, tf.gather(sums, padded_indices))  # [K, 2K^2]
         g_features = tf.matmul(g, out_w, transpose_b=True)  # [K, C]
-        direct = direct_sensitivity(w_p, padded_indices // wp, padded_indices % wp, hp, wp,
-                                    k)  # [K, H', W', 2]
-        direct = tf.reshape(direct[..., None] * tf.ones([1, 1, 1, 1, 3]), [-1, hp, wp, 6])
-        return g_features, direct
+        return g_features, direct_window(w_p, padded_indices // wp, padded_indices % wp,
+                                         hp, wp, k)
 
     return head
 
 
-def pixel_vjp(spec, frames, out, endpoints, backward="auto"):
+def direct_window(weights, rows, cols, height, width, kernel_size):
+    """The kernel head's direct term of pixels ``(rows, cols)`` as a window of their taps.
+
+    Args:
+      weights: ``[K, 2 k^2]`` softmax weights in logit order (frame, dy, dx).
+      rows: int32 ``[K]``.
+      cols: int32 ``[K]``.
+      height: image height.
+      width: image width.
+      kernel_size: k.
+
+    Returns:
+      A :class:`vidcorr.windows.Window` ``[K, k, k, 6]`` at ``(row - k // 2,
+      col - k // 2)``: the weight of each tap on each RGB channel of its
+      frame; taps outside the image vanish.
+    """
+    k, r = kernel_size, kernel_size // 2
+    w = tf.transpose(tf.reshape(weights, [-1, 2, k, k]), [0, 2, 3, 1])  # [K, dy, dx, frame]
+    data = tf.reshape(w[..., None] * tf.ones([1, 1, 1, 1, 3]), [-1, k, k, 6])
+    win = Window(data, rows - r, cols - r, height, width, 1, ((r, r), (r, r)))
+    return win.like(data * win.valid())
+
+
+def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False):
     """The per-pixel input gradient as a function of a batch of padded pixel indices.
 
     Args:
@@ -192,10 +284,14 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto"):
       out: the network's output at the padded size ``[1, H', W', 3]``.
       endpoints: the endpoints :func:`vidcorr.network.mind` filled.
       backward: ``'transpose'``, ``'pfor'`` or ``'auto'`` (see :class:`SensitivityGraph`).
+      windowed: let ``vjp`` return a :class:`vidcorr.windows.Window` where the
+        transposed pass stays windowed up to the input (images larger than the
+        receptive field).
 
     Returns:
       ``(vjp, method)``: ``vjp(indices [K])`` -> ``d(sum_c out[p, c]) / d frames``
-      ``[K, H', W', 6]`` for the flat padded indices ``p``; and the method used.
+      ``[K, H', W', 6]`` (or a window of it) for the flat padded indices
+      ``p``; and the method used.
 
     Raises:
       UnsupportedGraph: with ``backward='transpose'`` for an op it cannot transpose.
@@ -217,15 +313,19 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto"):
         if head is None:
             values, direct = tf.ones([tf.size(indices), 3]), None  # [K, 3]
         else:
-            values, direct = head(indices)  # [K, C], [K, H', W', 6]
-        if transposed is not None:  # windowed near the output, then dense
-            grads = transposed.points(values, indices // wp, indices % wp)
+            values, direct = head(indices)  # [K, C], a window [K, k, k, 6]
+        if transposed is not None:  # windowed near the output (or all the way), then dense
+            grads = transposed.points(values, indices // wp, indices % wp, windowed=windowed)
         else:
             one_hot = tf.reshape(tf.one_hot(indices, hp * wp), [-1, hp, wp, 1])
             grads = tf.vectorized_map(
                 lambda c: tf.gradients(target, frames, grad_ys=c[None])[0][0],
                 one_hot * values[:, None, None, :])  # over [K, H', W', C] cotangents
-        return grads if direct is None else grads + direct
+        if direct is None:
+            return grads
+        if isinstance(grads, Window):
+            return sum_cotangents([grads, direct])
+        return grads + dense(direct)
 
     return vjp, "transpose" if transposed is not None else "pfor"
 
@@ -287,6 +387,7 @@ class SensitivityGraph(FoldedGraph):
         self.chunk, self.max_pixels_per_run = int(chunk), max_pixels_per_run
         self.norm, self.radius, self.full_maps = norm, radius, full_maps
         self.backward = backward
+        self.window = None  # set by the build: [h, w] of one pixel's input window, if any
         self.devices = list(devices) if devices else None
         if self.devices and any("CPU" in d.upper() for d in self.devices):
             self.cpu_devices = len(self.devices)
@@ -324,16 +425,21 @@ class SensitivityGraph(FoldedGraph):
         frames = self.image.value()  # [1, H', W', 6], reflect-padded, device resident
         endpoints = {}
         out = mind(frames, False, spec=spec, folded=True, endpoints=endpoints)  # [1, H', W', 3]
-        vjp, self.backward = pixel_vjp(spec, frames, out, endpoints, self.backward)
+        vjp, self.backward = pixel_vjp(spec, frames, out, endpoints, self.backward,
+                                       windowed=True)
         rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
         cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
 
-        def sensitivity(pixels):  # [K] flat y * W + x -> [K, 2, H, W]
-            grads = vjp((pixels // w + top) * wp + pixels % w + left)  # [K, H', W', 6]
+        def sensitivity(pixels):  # [K] flat y * W + x -> [K, 2, h, w] maps, origins or None
+            grads = vjp((pixels // w + top) * wp + pixels % w + left)  # [K, H', W', 6] or window
+            self.window = grads.data.shape.as_list()[1:3] if isinstance(grads, Window) else None
+            if isinstance(grads, Window):  # one pixel's share of a large image
+                data, oy, ox = fold_window(grads, self.padding, h, w)  # [K, h', w', 6]
+                return reduce_channels(data, self.norm), oy, ox
             if hp != h or wp != w:  # a padded pixel copies an original one: add it there
                 grads = tf.einsum("khwc,hy->kywc", grads, rows)
                 grads = tf.einsum("kywc,wx->kyxc", grads, cols)  # [K, H, W, 6]
-            return reduce_channels(grads, self.norm)
+            return reduce_channels(grads, self.norm), None, None
 
         # Any number of pixels in one sess.run: an in-graph loop over chunks of `chunk`
         # pixels, one batched VJP per iteration.
@@ -345,9 +451,11 @@ class SensitivityGraph(FoldedGraph):
             dtypes.append(tf.float32)
 
         def body(i, arrays):
-            sens = sensitivity(pixels[i * chunk:(i + 1) * chunk])  # [chunk, 2, H, W]
-            reduced = _reduce(sens, self.radius)
-            reduced["maps"] = sens
+            sens, oy, ox = sensitivity(pixels[i * chunk:(i + 1) * chunk])  # [chunk, 2, h, w]
+            reduced = _reduce(sens, self.radius, oy, ox)
+            if self.full_maps:
+                reduced["maps"] = sens if oy is None else tf.transpose(dense(Window(
+                    tf.transpose(sens, [0, 2, 3, 1]), oy, ox, h, w, 1)), [0, 3, 1, 2])
             return i + 1, [a.write(i, reduced[n]) for a, n in zip(arrays, names)]
 
         arrays = [tf.TensorArray(d, size=n_chunks) for d in dtypes]

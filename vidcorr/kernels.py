@@ -15,7 +15,8 @@ move it must put its weight on the displaced pixels, which is exactly what the
 gradient read-out looks for. The sensitivity of out(p) is then the weights
 themselves (the *direct* term) plus the gradient through the logits (the
 *indirect* term); :mod:`vidcorr.gradients` computes both without building
-``2 K^2`` dense per-pixel maps (:func:`direct_sensitivity`, :func:`logit_cotangent`).
+``2 K^2`` dense per-pixel maps (:func:`logit_cotangent`;
+:func:`vidcorr.gradients.direct_window`).
 
 Channel order of the logits: frame (t, then t+2), then dy, then dx.
 """
@@ -26,7 +27,7 @@ from vidcorr.compat import tf
 from vidcorr.spec import MAX_KERNEL_SIZE
 
 __all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "tap_offsets", "logit_bias", "apply_kernels",
-           "tap_sums", "logit_cotangent", "direct_sensitivity"]
+           "tap_sums", "logit_cotangent"]
 
 CENTRE_LOGIT = 1.0  # initial logit of the two centre taps: a mild prior towards no motion
 
@@ -94,33 +95,3 @@ def logit_cotangent(weights, sums):
       sums: :func:`tap_sums` at p, ``[..., 2K^2]``.
     """
     return weights * (sums - tf.reduce_sum(weights * sums, axis=-1, keepdims=True))
-
-
-def direct_sensitivity(weights, y, x, height, width, kernel_size):
-    """The direct term of the sensitivity of pixel ``(y, x)``: its weights placed at their taps.
-
-    Built from one-hot row and column matrices (no scatter, so it also
-    vectorises with pfor on both TensorFlow lines); taps outside the image
-    vanish. Leading batch dimensions ``[...]`` (one per pixel) are allowed.
-
-    Args:
-      weights: ``[..., 2K^2]`` softmax weights of the pixel.
-      y: the pixel's row, int32 ``[...]``.
-      x: the pixel's column, int32 ``[...]``.
-      height: image height.
-      width: image width.
-      kernel_size: K.
-
-    Returns:
-      ``[..., height, width, 2]``: per frame, d out_c(p) / d frame_c(q) (the
-      same for each c).
-    """
-    r = kernel_size // 2
-    offsets = tf.range(-r, r + 1)
-    rows = tf.one_hot(y[..., None] + offsets, height)  # [..., K, H]: row p_y + dy (0 if outside)
-    cols = tf.one_hot(x[..., None] + offsets, width)  # [..., K, W]
-    lead = tf.shape(weights)[:-1]
-    w = tf.reshape(weights, tf.concat([lead, [2, kernel_size, kernel_size]], 0))  # [.., 2, K, K]
-    maps = [tf.matmul(tf.matmul(rows, w[..., f, :, :], transpose_a=True), cols)
-            for f in (0, 1)]  # 2 x [..., H, W]
-    return tf.stack(maps, axis=-1)  # [..., H, W, 2]

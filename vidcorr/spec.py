@@ -24,7 +24,7 @@ __all__ = ["MODEL_SCOPE", "ENCODER_CHANNELS", "DECODER_CHANNELS", "CONVS_PER_ENC
            "CONVS_PER_DECODER_BLOCK", "PAPER_SKIPS", "RESIDUALS", "ACTIVATIONS", "MULTIPLE",
            "MAX_KERNEL_SIZE", "NUM_BITS_RANGE", "LOSSES", "NetworkSpec", "Layer", "channel_plan",
            "layer_plan",
-           "padded_size", "plan_flops", "CHANNEL_AXIS"]
+           "padded_size", "plan_flops", "receptive_radius", "CHANNEL_AXIS"]
 
 MODEL_SCOPE = "mind"  # the network's outer variable scope in every graph and checkpoint
 ENCODER_CHANNELS = (96, 96, 128, 128, 128)
@@ -203,3 +203,28 @@ def plan_flops(plan, kernel_size=0):
         last = plan[-1]
         flops += 2 * last.height * last.width * 2 * kernel_size ** 2 * 3
     return flops
+
+
+def receptive_radius(plan):
+    """How far (input pixels, each way) one output pixel's value reaches into the input.
+
+    A 3x3 convolution at scale ``s`` (its pixels are ``s`` input pixels apart)
+    adds ``s``, a 2x2 max pool onto scale ``2s`` adds ``s``, a 4x4 stride-2
+    transposed convolution onto scale ``s`` adds ``2s`` (its coarse taps are one
+    coarse pixel either side), the output convolution its half-width.
+    About 250 for MIND: windows of one pixel's backward pass stop growing at
+    about 500 pixels (:mod:`vidcorr.windows`).
+    """
+    full = plan[0].height
+    radius = 0
+    for layer in plan:
+        scale = full // layer.height
+        if layer.kind == "conv":
+            radius += scale * (layer.kernel // 2)
+        elif layer.kind == "pool":
+            radius += scale // 2
+        elif layer.kind == "up":
+            radius += 2 * scale
+        else:
+            radius += layer.kernel // 2
+    return radius
