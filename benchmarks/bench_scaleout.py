@@ -20,7 +20,6 @@ import argparse
 import glob
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ import time
 import numpy as np
 
 from vidcorr.compat import tf
+from vidcorr.distributed import free_ports
 from vidcorr.matching import Matcher
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -57,16 +57,6 @@ def _steps_per_second(run_dir, first=20):
     return (s1 - s0) / (t1 - t0)
 
 
-def _ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def _single(folder, config, extra):
     run = os.path.join(folder, "run" + "".join(extra).replace("-", ""))
     subprocess.run(TRAIN + ["--config", config, "--run-dir", run, "--no-progress"] + extra,
@@ -75,7 +65,7 @@ def _single(folder, config, extra):
 
 
 def _workers(folder, config):
-    ports = _ports(3)
+    ports = free_ports(3)
     cluster = os.path.join(folder, "cluster.json")
     with open(cluster, "w") as f:
         json.dump({"ps": ["127.0.0.1:%d" % ports[0]],

@@ -20,7 +20,7 @@ prints seconds per pixel, peak RSS, the window of one pixel at the input, and
 the fitted exponent of total grid time against area over the larger sizes
 (the goal: <= 1.1, linear in the number of points once the image is larger
 than the receptive field). ``--fractions`` also times the windowed pass with
-other switch points to dense (:data:`vidcorr.windows.DENSE_FRACTION`) at one
+other switch points to dense (:data:`vidcorr.memory.DENSE_FRACTION`) at one
 size, the measurement behind the default.
 
     python benchmarks/bench_scaling.py [--models default,full] [--sample 24]
@@ -81,16 +81,15 @@ def _dense_encoder():
 
 
 def child(args):
-    import vidcorr.windows as windows
-    from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
+    from vidcorr import memory
+    from vidcorr.gradients import SensitivityGraph, grid_points
+    from vidcorr.memory import chunk_for_budget
 
     height, width = (int(v) for v in args.child_size.split("x"))
     if args.child_mode == "dense":
         _dense_encoder()
     if args.child_fraction is not None:
-        windows.DENSE_FRACTION = args.child_fraction
-    import vidcorr.gradients as gradients
-    gradients.DENSE_FRACTION = windows.DENSE_FRACTION  # the memory model's copy
+        memory.DENSE_FRACTION = args.child_fraction
     spec, weights = _model(args.child_model, height, width)
     chunk = chunk_for_budget(spec, height, width, args.memory_mb)
     start = time.perf_counter()

@@ -59,3 +59,19 @@ def test_matcher_refuses_a_huge_pair_before_building(random_checkpoint):
         matcher.match(huge, huge, stride=8)
     assert time.time() - start < 30 and not matcher._graphs  # nothing was built
     matcher.close()
+
+
+def test_pixel_extent_is_a_window_only_beyond_the_receptive_field():
+    """MIND reaches about 250 pixels each way: small images are covered whole, large ones
+    by a window of about 500 pixels a side, and the estimated time per point stops growing."""
+    from vidcorr.memory import pixel_extent
+    from vidcorr.spec import receptive_radius
+
+    spec = NetworkSpec(width=0.25, output_kernel=1, kernel_size=9, skips=(4, 3, 2, 1, 0))
+    radius = receptive_radius(layer_plan(spec, 128, 384))
+    assert 200 < radius < 300
+    assert pixel_extent(spec, 128, 384) == (128, 384)
+    assert pixel_extent(spec, 720, 1280) == (2 * radius + 2, 2 * radius + 2)
+    per_point = [budget.estimate(spec, h, w, 8).seconds / budget.estimate(spec, h, w, 8).points
+                 for h, w in ((720, 1280), (1440, 2560))]
+    assert abs(per_point[1] / per_point[0] - 1) < 0.05

@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 from vidcorr import checkpoints
-from vidcorr.distributed import read_cluster
+from vidcorr.distributed import free_ports, read_cluster
 from vidcorr.errors import UserError
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -38,21 +37,11 @@ def test_read_cluster(tmp_path):
         read_cluster(environ={"TF_CONFIG": "{"})
 
 
-def _free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 class _Cluster(object):
     """One ps and two workers of scripts/train.py on local ports; always cleaned up."""
 
     def __init__(self, tmp_path, steps):
-        ports = _free_ports(3)
+        ports = free_ports(3)
         self.cluster = str(tmp_path / "cluster.json")
         with open(self.cluster, "w") as f:
             json.dump({"ps": ["127.0.0.1:%d" % ports[0]],

@@ -58,8 +58,8 @@ def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1):
     Returns:
       An :class:`Estimate`: grid points of all levels, seconds, peak MB.
     """
-    from vidcorr.gradients import (activation_bytes_per_pixel, chunk_for_budget, fixed_bytes,
-                                   pixel_extent)
+    from vidcorr.memory import (activation_bytes_per_pixel, chunk_for_budget, fixed_bytes,
+                                pixel_extent)
 
     points, seconds, peak = 0, 0.0, 0.0
     for level in range(levels):

@@ -15,8 +15,13 @@ image size, never per pixel:
 * the network runs once; the VJP is batched over a chunk of one-hot
   cotangents, one per pixel, while the forward activations are shared. By
   default the network's graph is transposed into forward convolutions over
-  the chunk, on small windows around the pixels through the decoder
-  (:class:`vidcorr.backward.BatchedVJP`); ``backward="pfor"``
+  the chunk, on windows around the pixels through the decoder and, where the
+  image is larger than the receptive field (about 500 pixels for MIND,
+  :func:`vidcorr.memory.pixel_extent`), through the encoder up to the input, so that a
+  pixel's cost stops growing with the image
+  (:class:`vidcorr.backward.BatchedVJP`, :mod:`vidcorr.windows`); the kernel
+  head's direct term, the fold of the padding and the reduction then work on
+  the window too; ``backward="pfor"``
   vectorises ``tf.gradients`` with ``tf.vectorized_map`` instead (their
   speeds: ``benchmarks/bench_gradients.py`` and the README);
 * the reduction happens on the device: per pixel and frame only the argmax,
@@ -29,7 +34,7 @@ image size, never per pixel:
 The whole grid is one ``sess.run``: the pixel list is fed once and an in-graph
 ``tf.while_loop`` walks it in chunks, so the forward pass runs once per call
 (a fed chunk index would recompute it for every chunk; measured slower). The
-chunk size comes from a memory budget (:func:`chunk_for_budget`).
+chunk size comes from a memory budget (:func:`vidcorr.memory.chunk_for_budget`).
 """
 
 import numpy as np
@@ -39,15 +44,13 @@ from vidcorr.backward import BatchedVJP, UnsupportedGraph
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.inference import FoldedGraph
-from vidcorr.kernels import logit_cotangent, tap_sums
+from vidcorr.kernels import logit_cotangent
 from vidcorr.network import mind, padding_for
-from vidcorr.spec import MODEL_SCOPE, layer_plan, padded_size, receptive_radius
-from vidcorr.windows import DENSE_FRACTION, Window, dense, sum_cotangents
+from vidcorr.spec import MODEL_SCOPE
+from vidcorr.windows import Window, dense, sum_cotangents
 
-__all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "grid_points", "chunk_for_budget",
-           "pixel_extent",
-           "activation_bytes_per_pixel", "fixed_bytes", "pixel_vjp", "kernel_head_vjp",
-           "direct_window", "fold_window", "reduce_channels"]
+__all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "grid_points", "pixel_vjp",
+           "kernel_head_vjp", "direct_window", "fold_window", "reduce_channels"]
 
 NORMS = ("l2", "l1", "max")
 BACKWARDS = ("auto", "transpose", "pfor")
@@ -66,66 +69,6 @@ def grid_points(height, width, stride, offset=0):
     ys, xs = np.meshgrid(np.arange(offset, height, stride), np.arange(offset, width, stride),
                          indexing="ij")
     return np.stack([xs.ravel(), ys.ravel()], axis=1).astype(np.int64)
-
-
-# TensorFlow itself, the weights and the graph (the memory model's constant part; the
-# benchmark's peak RSS against --memory-mb checks the whole model).
-RUNTIME_BYTES = 600 * 2 ** 20
-MAX_CHUNK = 64
-
-
-def _layer_floats(spec, height, width):
-    """Float counts of the network's activations at the padded size (from the layer plan):
-    the input (with the kernel head's direct term), each layer's output and each skip's
-    concatenation."""
-    plan = layer_plan(spec, height, width)
-    h, w = padded_size(height, width)
-    sizes = [h * w * 6 * (3 if spec.kernel_size else 1)]
-    for layer in plan[:-1]:
-        sizes.append(layer.height * layer.width * layer.cout)
-        if layer.skip is not None:
-            sizes.append(layer.height * layer.width * layer.cin)
-    return sizes
-
-
-def pixel_extent(spec, height, width):
-    """The part of the padded image one pixel's backward pass covers: ``(h, w)``.
-
-    The whole padded image, unless the image is large enough against the
-    receptive field (:func:`vidcorr.spec.receptive_radius`) for the pass to stay
-    windowed up to the input (:data:`vidcorr.windows.DENSE_FRACTION`); then a
-    window of about twice that radius a side.
-    """
-    hp, wp = padded_size(height, width)
-    side = 2 * receptive_radius(layer_plan(spec, height, width)) + 2
-    h, w = min(hp, side), min(wp, side)
-    return (h, w) if h * w <= DENSE_FRACTION * hp * wp else (hp, wp)
-
-
-def activation_bytes_per_pixel(spec, height, width):
-    """Rough float32 bytes that one pixel adds to a batched backward pass (its share of a chunk).
-
-    The pass holds about four activations of the largest layer per pixel at
-    a time (the incoming and outgoing cotangents, a skip's waiting cotangent,
-    a temporary), at the size of its window (:func:`pixel_extent`).
-    """
-    return 4 * 4 * max(_layer_floats(spec, *pixel_extent(spec, height, width)))
-
-
-def fixed_bytes(spec, height, width):
-    """Rough bytes of a sensitivity graph before any pixel: the runtime, the forward pass
-    and the batch-1 masks the backward pass derives from it (two floats per activation)."""
-    return RUNTIME_BYTES + 2 * 4 * sum(_layer_floats(spec, height, width))
-
-
-def chunk_for_budget(spec, height, width, memory_mb):
-    """The number of pixels per batched VJP that keeps the process within ``memory_mb``.
-
-    At least 1 (a budget below the fixed part cannot be met) and at most
-    ``MAX_CHUNK`` (larger chunks amortise the per-iteration overhead of the loop).
-    """
-    free = memory_mb * 2 ** 20 - fixed_bytes(spec, height, width)
-    return int(max(1, min(MAX_CHUNK, free // activation_bytes_per_pixel(spec, height, width))))
 
 
 def _reflect_fold(size, before, after):
@@ -234,20 +177,29 @@ def kernel_head_vjp(spec, frames, endpoints):
       those pixels ``[K, C]`` and the direct term, a
       :class:`vidcorr.windows.Window` ``[K, K, K, 6]`` around each pixel.
     """
-    k = spec.kernel_size
+    k, r = spec.kernel_size, spec.kernel_size // 2
     taps = 2 * k * k
     _, hp, wp, _ = frames.shape.as_list()
-    weights = tf.reshape(tf.nn.softmax(endpoints["logits"], axis=-1), [hp * wp, taps])
-    sums = tf.reshape(tap_sums(frames, k), [hp * wp, taps])  # [H'W', 2K^2]
+    features = endpoints["features"]  # [1, H', W', C]
+    features = tf.reshape(features, [hp * wp, features.shape.as_list()[3]])
+    sums = tf.reduce_sum(tf.reshape(frames, [1, hp, wp, 2, 3]), -1)  # [1, H', W', 2]
     with tf.variable_scope(MODEL_SCOPE + "/output", reuse=True):
         out_w = tf.reshape(tf.get_variable("weights"), [-1, taps])  # [C, 2K^2]
+        out_b = tf.get_variable("biases")  # [2K^2]
 
     def head(padded_indices):
-        w_p = tf.gather(weights, padded_indices)  # [K, 2K^2]
-        g = logit_cotangent(w_p, tf.gather(sums, padded_indices))  # [K, 2K^2]
+        # The head at the chunk's pixels only (no full-size 2K^2-channel map): the
+        # logits, and each tap's RGB sum from a K x K window of the frames' channel sums.
+        logits = tf.matmul(tf.gather(features, padded_indices), out_w) + out_b  # [K, 2K^2]
+        w_p = tf.nn.softmax(logits, axis=-1)
+        rows, cols = padded_indices // wp, padded_indices % wp
+        taps_window = Window(tf.zeros([tf.size(padded_indices), k, k, 1]), rows - r, cols - r,
+                             hp, wp, 1)
+        s_p = tf.reshape(tf.transpose(taps_window.gather(sums), [0, 3, 1, 2]),
+                         [-1, taps])  # [K, 2K^2] in logit order (frame, dy, dx)
+        g = logit_cotangent(w_p, s_p)  # [K, 2K^2]
         g_features = tf.matmul(g, out_w, transpose_b=True)  # [K, C]
-        return g_features, direct_window(w_p, padded_indices // wp, padded_indices % wp,
-                                         hp, wp, k)
+        return g_features, direct_window(w_p, rows, cols, hp, wp, k)
 
     return head
 
@@ -370,6 +322,9 @@ class SensitivityGraph(FoldedGraph):
         over (e.g. :func:`vidcorr.compat.tower_devices`): one replica of the
         forward and backward pass per device, each looping over its own
         contiguous part of the pixels; results are concatenated in order.
+
+    After construction, ``window`` is the ``[h, w]`` of one pixel's window at
+    the (padded) input when the pass stays windowed all the way, else None.
 
     Raises:
       UserError: if ``weights`` do not fit the network (another width or

@@ -31,7 +31,8 @@ from vidcorr.budget import DEFAULT_MAX_SECONDS, MAX_COARSE_STRIDE, check_budget
 from vidcorr.compat import tower_devices
 from vidcorr.confidence import DEFAULT_MIN_CONFIDENCE, match_confidence, peak_ratio
 from vidcorr.errors import UserError
-from vidcorr.gradients import SensitivityGraph, chunk_for_budget, grid_points
+from vidcorr.gradients import SensitivityGraph, grid_points
+from vidcorr.memory import chunk_for_budget
 from vidcorr.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.pyramid import DEFAULT_LEVELS, build_pyramid, densify, levels_that_fit, \
     sample_field, upsample_field, warp

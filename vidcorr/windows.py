@@ -16,23 +16,20 @@ per axis, so two windows that meet (a skip and the deeper path, or the
 network's part and the kernel head's direct term) are summed in a union of
 static size that is tight (:func:`add_windows`). The pass stays windowed
 through the encoder for as long as the windows are cheaper than whole images
-(:data:`DENSE_FRACTION`), and a window never grows past its image: it is
+(:data:`vidcorr.memory.DENSE_FRACTION`), and a window never grows past its image: it is
 cropped to it (:meth:`Window.crop`). So one pixel's cost stops growing with
 the image once the image is larger than the network's receptive field.
 """
 
 import math
 
+from vidcorr import memory
 from vidcorr.compat import tf
 from vidcorr.transpose import add_signs, slice_attrs, upsample2
 
-__all__ = ["Window", "WINDOW_RULES", "DENSE_FRACTION", "dense", "add_windows",
+__all__ = ["Window", "WINDOW_RULES", "dense", "add_windows",
            "union_shape", "sum_cotangents", "shift_rows"]
 
-# A window op costs about as much per position as the dense op, plus the gather of its
-# masks: the pass goes dense once a window covers more than this share of its image
-# (from benchmarks/bench_scaling.py --windows: see the README).
-DENSE_FRACTION = 0.5
 
 
 def shift_rows(data, offset, size, axis):
@@ -81,8 +78,9 @@ class Window(object):
         return Window(data, **geometry)
 
     def too_big(self):
-        """Whether the dense op is cheaper than the windowed one (:data:`DENSE_FRACTION`)."""
-        return self.h * self.w > DENSE_FRACTION * self.height * self.width
+        """Whether the dense op is cheaper than the windowed one
+        (:data:`vidcorr.memory.DENSE_FRACTION`)."""
+        return self.h * self.w > memory.DENSE_FRACTION * self.height * self.width
 
     def crop(self):
         """The same cotangents in a window no larger than the image (the data is zero
@@ -214,13 +212,14 @@ def add_windows(windows):
 
 def sum_cotangents(cotangents):
     """One cotangent from several of the same tensor: their union window if all are windows
-    and the union is still worth keeping (:data:`DENSE_FRACTION`), else the dense sum."""
+    and the union is still worth keeping (:data:`vidcorr.memory.DENSE_FRACTION`), else the
+    dense sum."""
     if len(cotangents) == 1:
         return cotangents[0]
     if all(isinstance(c, Window) for c in cotangents):
         (h, w), _ = union_shape(cotangents)
         height, width = cotangents[0].height, cotangents[0].width
-        if min(h, height) * min(w, width) <= DENSE_FRACTION * height * width:
+        if min(h, height) * min(w, width) <= memory.DENSE_FRACTION * height * width:
             return add_windows(cotangents)
     return tf.add_n([dense(c) for c in cotangents])
 
