@@ -75,3 +75,16 @@ def test_pixel_extent_is_a_window_only_beyond_the_receptive_field():
     per_point = [budget.estimate(spec, h, w, 8).seconds / budget.estimate(spec, h, w, 8).points
                  for h, w in ((720, 1280), (1440, 2560))]
     assert abs(per_point[1] / per_point[0] - 1) < 0.05
+
+
+def test_the_finer_read_out_is_counted():
+    """upsample=2 reads the base grid again on a pair of 2(n-1)+1 pixels a side."""
+    from vidcorr.memory import pixel_extent
+
+    spec = NetworkSpec(width=0.25, output_kernel=1, kernel_size=9, skips=(4, 3, 2, 1, 0))
+    base = budget.estimate(spec, 288, 384, 8, levels=3)
+    finer = budget.estimate(spec, 288, 384, 8, levels=3, upsample=2)
+    assert finer.points == base.points + 36 * 48
+    gflop = plan_flops(layer_plan(spec, *pixel_extent(spec, 575, 767)), 9) / 1e9
+    np.testing.assert_allclose(finer.seconds - base.seconds,
+                               36 * 48 * gflop * budget.SECONDS_PER_GFLOP, rtol=1e-9)

@@ -9,7 +9,7 @@ from vidcorr.errors import UserError
 from vidcorr.gradients import grid_points
 from vidcorr.matching import Matcher
 from vidcorr.pyramid import build_pyramid, densify, levels_that_fit, sample_field, \
-    upsample_field, warp
+    upsample_exact, upsample_field, upsampled_size, warp
 from vidcorr.video import read_image
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
@@ -101,6 +101,24 @@ def test_densify_median_removes_an_isolated_outlier():
 def test_matcher_rejects_bad_levels():
     with pytest.raises(UserError, match="levels"):
         Matcher(levels=0)
+    with pytest.raises(UserError, match="upsample must be one of 1, 2, 4, got 3"):
+        Matcher(upsample=3)
+
+
+def test_upsample_exact_keeps_pixels_on_the_fine_grid(rng):
+    """Pixel (x, y) lands on (s x, s y); bilinear is exact on a linear ramp; cubic stays in
+    the image's range."""
+    image = rng.rand(6, 9, 3).astype(np.float32)
+    for s in (2, 4):
+        up = upsample_exact(image, s)
+        assert up.shape == upsampled_size(6, 9, s) + (3,) == (5 * s + 1, 8 * s + 1, 3)
+        np.testing.assert_allclose(up[::s, ::s], image, atol=1e-5)
+        assert up.min() >= image.min() and up.max() <= image.max()
+    yy, xx = np.mgrid[:6, :9].astype(np.float32)
+    ramp = np.stack([2 * xx - yy, xx + 3 * yy], -1)  # a linear field
+    fine = upsample_exact(ramp, 2, order=1)
+    fy, fx = np.mgrid[:11, :17] / 2.0
+    np.testing.assert_allclose(fine, np.stack([2 * fx - fy, fx + 3 * fy], -1), atol=1e-5)
 
 
 class _BlockMatcher(object):
@@ -176,3 +194,29 @@ def test_pyramid_finds_a_large_translation_with_the_default_model():
         errors[levels] = np.median(np.linalg.norm(flow - [-2 * v, 0], axis=1))
     print("median error (px) by levels: %s" % errors)
     assert errors[3] <= MODEL_TOLERANCE and errors[1] > 10.0, errors
+
+
+def test_finer_read_out_mechanics_halve_the_sub_pixel_error(monkeypatch):
+    """With a read-out of whole-pixel peaks, motion of 1.5 px per frame step is read 0.5 px
+    off per frame at the network's size; ``upsample=2`` reads it at twice the size, where
+    it is 3 whole pixels, and maps the peaks back exactly."""
+    from scipy import ndimage
+
+    image = read_image(os.path.join(EXAMPLES, "cockatoo_263.png")).astype(np.float32) / 255
+    image = ndimage.gaussian_filter(image[:96, :192], (1.0, 1.0, 0))  # smooth: exact shifts
+    # middle(p) = image(p) = frame_t(p + (1.5, 0)) = frame_t2(p - (1.5, 0))
+    frame_t = ndimage.shift(image, (0, 1.5, 0), order=3, mode="nearest")
+    frame_t2 = ndimage.shift(image, (0, -1.5, 0), order=3, mode="nearest")
+    errors = {}
+    for upsample in (1, 2):
+        matcher = Matcher(levels=1, upsample=upsample)
+        monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
+        m = matcher.match(frame_t, frame_t2, stride=8, offset=4)
+        inner = (m.grid[:, 0] >= 16) & (m.grid[:, 0] < 192 - 16)
+        e1 = np.linalg.norm(m.p1[inner] - (m.grid[inner] + [1.5, 0]), axis=1)
+        errors[upsample] = np.median(np.linalg.norm(m.p3[inner] - m.p1[inner] - [-3, 0],
+                                                    axis=1))
+        if upsample == 2:
+            assert np.median(e1) <= 0.2, np.median(e1)  # 0.5 at the network size
+    print("median flow error (px) by upsample: %s" % errors)
+    assert errors[1] >= 0.9 and errors[2] <= 0.3, errors

@@ -43,7 +43,7 @@ def _grid(height, width, stride):
     return len(range(0, height, stride)) * len(range(0, width, stride))
 
 
-def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1):
+def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1, upsample=1):
     """The estimated points, seconds and peak memory of matching one pair.
 
     Args:
@@ -54,6 +54,7 @@ def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1):
       levels: pyramid levels actually used.
       memory_mb: the batched backward pass's budget.
       passes: 2 with the consistency check (the swapped pair too).
+      upsample: the finer read-out's factor (:mod:`vidcorr.pyramid`; 1: none).
 
     Returns:
       An :class:`Estimate`: grid points of all levels, seconds, peak MB.
@@ -62,10 +63,12 @@ def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1):
                                 pixel_extent)
 
     points, seconds, peak = 0, 0.0, 0.0
-    for level in range(levels):
-        h, w = -(-height // 2 ** level), -(-width // 2 ** level)
+    sizes = [(-(-height // 2 ** level), -(-width // 2 ** level), level) for level in range(levels)]
+    if upsample > 1:  # the base grid again, on the pair resampled upsample times
+        sizes.append((upsample * (height - 1) + 1, upsample * (width - 1) + 1, -1))
+    for h, w, level in sizes:
         step = stride if level == 0 else min(stride, MAX_COARSE_STRIDE)
-        n = _grid(h, w, step)
+        n = _grid(h, w, step) if level >= 0 else _grid(height, width, stride)
         # One read-out costs about a forward pass over the part of the image it covers.
         gflop = plan_flops(layer_plan(spec, *pixel_extent(spec, h, w)), spec.kernel_size) / 1e9
         points += n
@@ -90,7 +93,7 @@ def _duration(seconds):
 
 
 def check_budget(spec, height, width, stride, levels_for, memory_mb=1024, passes=1,
-                 max_seconds=DEFAULT_MAX_SECONDS, ram_mb=None, min_size=32):
+                 max_seconds=DEFAULT_MAX_SECONDS, ram_mb=None, min_size=32, upsample=1):
     """Refuses a pair whose estimated time or memory is beyond the limits.
 
     Args:
@@ -104,6 +107,7 @@ def check_budget(spec, height, width, stride, levels_for, memory_mb=1024, passes
       max_seconds: time limit (0 or None: none).
       ram_mb: the machine's memory (default: :func:`machine_memory_mb`).
       min_size: the smallest image side the network takes.
+      upsample: the finer read-out's factor (1: none).
 
     Returns:
       The :class:`Estimate` when it fits.
@@ -112,7 +116,8 @@ def check_budget(spec, height, width, stride, levels_for, memory_mb=1024, passes
       UserError: with the estimate and a ``--max-size`` that would fit.
     """
     ram_mb = machine_memory_mb() if ram_mb is None else ram_mb
-    est = estimate(spec, height, width, stride, levels_for(height, width), memory_mb, passes)
+    est = estimate(spec, height, width, stride, levels_for(height, width), memory_mb, passes,
+                   upsample)
     if _fits(est, max_seconds, ram_mb):
         return est
     longer = max(height, width)
@@ -120,7 +125,7 @@ def check_budget(spec, height, width, stride, levels_for, memory_mb=1024, passes
     for size in range(longer - 32, min_size - 1, -32):
         scale = size / float(longer)
         h, w = max(min_size, int(round(height * scale))), max(min_size, int(round(width * scale)))
-        small = estimate(spec, h, w, stride, levels_for(h, w), memory_mb, passes)
+        small = estimate(spec, h, w, stride, levels_for(h, w), memory_mb, passes, upsample)
         if _fits(small, max_seconds, ram_mb):
             suggestion = "--max-size %d (about %s)" % (size, _duration(small.seconds))
             break

@@ -16,7 +16,7 @@ from vidcorr.budget import DEFAULT_MAX_SECONDS
 from vidcorr.confidence import DEFAULT_MIN_CONFIDENCE
 from vidcorr.errors import UserError, run_cli
 from vidcorr.peers import PEERS
-from vidcorr.pyramid import DEFAULT_LEVELS
+from vidcorr.pyramid import DEFAULT_LEVELS, UPSAMPLES
 from vidcorr.quiet import quiet_stderr
 
 __all__ = ["train_main", "correspond_main", "evaluate_main", "export_main"]
@@ -129,6 +129,9 @@ def correspond_main(argv=None):
     parser.add_argument("--levels", type=int, default=DEFAULT_LEVELS,
                         help="pyramid levels of the coarse-to-fine read-out; 1 reads out at "
                              "full size only (default %(default)s)")
+    parser.add_argument("--upsample", type=int, default=1, choices=UPSAMPLES,
+                        help="also read out at 2 or 4 times the size after the finest level: "
+                             "sub-pixel motion, about 3x the time with 2 (default 1: none)")
     parser.add_argument("--consistency", action="store_true",
                         help="keep only matches that agree with the swapped pair")
     parser.add_argument("--memory-mb", type=int, default=1024,
@@ -171,6 +174,7 @@ def _correspond(args):
                                 stride=args.stride, max_size=args.max_size,
                                 consistency=args.consistency, memory_mb=args.memory_mb,
                                 progress=not args.no_progress, levels=args.levels,
+                                upsample=args.upsample,
                                 min_confidence=args.min_confidence,
                                 max_seconds=args.max_seconds, shard=shard,
                                 devices=args.devices,
@@ -218,6 +222,9 @@ def evaluate_main(argv=None):
     parser.add_argument("--levels", default="",
                         help="pyramid levels of vidcorr's coarse-to-fine read-out; a comma list "
                              "(e.g. 1,3) scores each model at each (default: the Matcher's)")
+    parser.add_argument("--upsample", default="1",
+                        help="vidcorr's finer read-out at 2 or 4 times the size; a comma list "
+                             "(e.g. 1,2) scores each model with each (default: 1, none)")
     parser.add_argument("--width", type=int, default=384,
                         help="downscale pairs to this width (0: full size)")
     parser.add_argument("--config", help="data config for the interpolation scores "
@@ -232,11 +239,15 @@ def evaluate_main(argv=None):
         levels = tuple(int(n) for n in args.levels.split(",") if n.strip()) or (None,)
     except ValueError:
         parser.error("--levels: expected integers like 3 or 1,3, got %r" % args.levels)
+    try:
+        upsamples = tuple(int(n) for n in args.upsample.split(",") if n.strip()) or (1,)
+    except ValueError:
+        parser.error("--upsample: expected integers like 2 or 1,2, got %r" % args.upsample)
     with quiet_stderr(not args.verbose):
-        return _evaluate(args, levels)
+        return _evaluate(args, levels, upsamples)
 
 
-def _evaluate(args, levels):
+def _evaluate(args, levels, upsamples):
     from vidcorr.evaluate import run_evaluation
 
     code, text = run_cli(lambda: run_evaluation(
@@ -246,7 +257,7 @@ def _evaluate(args, levels):
             methods=[m for m in args.methods.split(",") if m.strip()], stride=args.stride,
             width=args.width, data_config=args.config,
             interpolation=not args.no_interpolation, out=args.out,
-            progress=not args.no_progress, levels=levels))
+            progress=not args.no_progress, levels=levels, upsamples=upsamples))
     if code:
         return code
     print(text)

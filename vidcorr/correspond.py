@@ -191,13 +191,13 @@ def finished(out_dir, name):
 def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
                      consistency=False, memory_mb=1024, progress=True, levels=DEFAULT_LEVELS,
                      min_confidence=None, max_seconds=DEFAULT_MAX_SECONDS, shard=None,
-                     overwrite=False, log=None, devices=None):
+                     overwrite=False, log=None, devices=None, upsample=1):
     """Matches every ``(name, frame_t, frame_t2)`` and writes its files.
 
-    ``levels``, ``min_confidence`` and ``max_seconds`` are the
+    ``levels``, ``upsample``, ``min_confidence`` and ``max_seconds`` are the
     :class:`vidcorr.matching.Matcher`'s: the pyramid depth of the coarse-to-fine
-    read-out, the confidence below which a match is invalid, and the time limit
-    of one pair (checked before its work starts). With ``shard=(K, N)`` only
+    read-out, its finer read-out, the confidence below which a match is
+    invalid, and the time limit of one pair (checked before its work starts). With ``shard=(K, N)`` only
     that shard's pairs are matched (:func:`shard_pairs`); pairs whose outputs
     all exist are skipped unless ``overwrite``. ``devices`` spreads each
     read-out over devices (see the Matcher).
@@ -225,7 +225,7 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
     try:
         matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size, levels=levels,
                           min_confidence=min_confidence, max_seconds=max_seconds,
-                          devices=devices)
+                          devices=devices, upsample=upsample)
         for name, frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
                                             unit="pair"):
             start = time.time()

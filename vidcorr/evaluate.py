@@ -218,17 +218,29 @@ def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, 
     return text
 
 
-def _models(checkpoints, untrained, log, levels=(None,)):
-    """``{label: Matcher}`` and the first trained checkpoint prefix (or None).
+def _models(checkpoints, untrained, log, levels=(None,), upsamples=(1,)):
+    """``{label: Matcher}``, ``{label: Matcher}`` of one per trained checkpoint (for its
+    middle frames) and the first trained checkpoint prefix (or None).
 
-    With several ``levels`` each model is scored once per pyramid depth (the
-    label ends in ``L<levels>``); None is the Matcher's default.
+    With several ``levels`` (or ``upsamples``) each model is scored once per
+    pyramid depth (finer read-out): the label ends in ``L<levels>``
+    (``x<upsample>``); a level of None is the Matcher's default.
     """
     import tempfile
     from vidcorr.inference import save_initial_model
     from vidcorr.matching import DEFAULT_MODEL, Matcher
     from vidcorr.network import NetworkSpec
-    models, first = {}, None
+
+    def variants(path, label):
+        out = {}
+        for n in levels:
+            for u in upsamples:
+                kwargs = dict(upsample=u) if n is None else dict(levels=n, upsample=u)
+                out[label + (" L%d" % n if len(levels) > 1 else "") +
+                    (" x%d" % u if len(upsamples) > 1 else "")] = Matcher(path, **kwargs)
+        return out
+
+    models, predictors, first = {}, {}, None
     if not checkpoints and not untrained:
         checkpoints = ["default=" + DEFAULT_MODEL] if os.path.isdir(DEFAULT_MODEL) else []
         if not checkpoints:
@@ -237,25 +249,23 @@ def _models(checkpoints, untrained, log, levels=(None,)):
         label, sep, path = item.partition("=")
         if not sep:
             label, path = os.path.basename(os.path.normpath(item)) or item, item
-        for n in levels:
-            matcher = Matcher(path) if n is None else Matcher(path, levels=n)
-            models["vidcorr " + label + (" L%d" % n if len(levels) > 1 else "")] = matcher
-            first = first or matcher.checkpoint
+        found = variants(path, "vidcorr " + label)
+        models.update(found)
+        predictors["vidcorr " + label] = next(iter(found.values()))
+        first = first or predictors["vidcorr " + label].checkpoint
     for width in untrained:
         folder = tempfile.mkdtemp(prefix="vidcorr-untrained-")
         prefix = save_initial_model(os.path.join(folder, "model.ckpt-0"),
                                     NetworkSpec(width=width, skips=(4, 3, 2, 1, 0)))
-        for n in levels:
-            models["vidcorr untrained w%g" % width + (" L%d" % n if len(levels) > 1 else "")] = (
-                Matcher(prefix) if n is None else Matcher(prefix, levels=n))
+        models.update(variants(prefix, "vidcorr untrained w%g" % width))
         log("untrained network of width %g in %s" % (width, folder))
-    return models, first
+    return models, predictors, first
 
 
 def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"), gt_pairs=(),
                    gt_kind=None, gt_scale=None, methods=peers.PEERS, stride=4, width=EVAL_WIDTH,
                    data_config=None, interpolation=True, out="evaluation/eval", log=print,
-                   progress=True, levels=(None,)):
+                   progress=True, levels=(None,), upsamples=(1,)):
     """The whole evaluation behind ``scripts/evaluate.py``; returns the markdown text.
 
     Args:
@@ -277,6 +287,8 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
       progress: show a progress bar while vidcorr matches.
       levels: pyramid depths to score each model at (None: the Matcher's
         default); several give one row per depth.
+      upsamples: the Matcher's finer read-outs to score each model with
+        (1: none); several give one row each.
 
     Raises:
       UserError: for bad pairs, checkpoints, methods or configs.
@@ -290,7 +302,8 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
     pairs += [load_pair(a, b, gt, gt_kind, gt_scale) for a, b, gt in gt_pairs]
     if not pairs:
         raise UserError("nothing to evaluate: give --pairs or --gt-pair")
-    models, first = _models(list(checkpoints), list(untrained), log, tuple(levels))
+    models, predictors, first = _models(list(checkpoints), list(untrained), log, tuple(levels),
+                                        tuple(upsamples))
     rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log, progress)
     interp = None
     if interpolation:
@@ -301,12 +314,10 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
                 "config.json)")
         else:
             inputs, targets = TripletData(config.data, log=log).validation_set()
-            trained = {k: m for k, m in models.items() if "untrained" not in k}
-            if len(levels) > 1:  # one predictor per model: the middle frame has no levels
-                suffix = " L%d" % levels[0]
-                trained = {k[:-len(suffix)]: m for k, m in trained.items() if k.endswith(suffix)}
-            interp = interpolation_quality(trained, inputs, targets, log)
+            # one predictor per model: the middle frame has no levels
+            interp = interpolation_quality(predictors, inputs, targets, log)
     meta = {"stride": stride, "width": width, "levels": list(levels),
+            "upsamples": list(upsamples),
             "models": {k: m.checkpoint for k, m in models.items()}}
     for matcher in models.values():
         matcher.close()

@@ -34,8 +34,8 @@ from vidcorr.errors import UserError
 from vidcorr.gradients import SensitivityGraph, grid_points
 from vidcorr.memory import chunk_for_budget
 from vidcorr.inference import Predictor, find_model, fold_batch_norm
-from vidcorr.pyramid import DEFAULT_LEVELS, build_pyramid, densify, levels_that_fit, \
-    sample_field, upsample_field, warp
+from vidcorr.pyramid import DEFAULT_LEVELS, UPSAMPLES, build_pyramid, densify, \
+    levels_that_fit, sample_field, upsample_exact, upsample_field, upsampled_size, warp
 from vidcorr.video import read_image, resize_float
 
 __all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "centroid_peaks", "REFINEMENTS",
@@ -232,17 +232,25 @@ class Matcher(object):
       max_seconds: refuse pairs whose estimated time is above it, or whose
         estimated memory exceeds the machine's (:mod:`vidcorr.budget`), with
         the ``max_size`` that would fit; 0 or None: no time limit.
+      upsample: 2 or 4 adds a read-out of the residual at that many times
+        the size after the finest level (sub-pixel motion out of the
+        read-out's dead zone; about 3x the time with 2); 1: none.
 
     Raises:
-      UserError: for a missing or incompatible checkpoint, bad ``levels`` or ``refine``.
+      UserError: for a missing or incompatible checkpoint, bad ``levels``,
+        ``refine`` or ``upsample``.
     """
 
     def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
                  max_size=None, device=None, threads=None, max_pixels_per_run=None,
                  levels=DEFAULT_LEVELS, refine="centroid", min_confidence=None,
-                 max_seconds=DEFAULT_MAX_SECONDS, devices=None):
+                 max_seconds=DEFAULT_MAX_SECONDS, devices=None, upsample=1):
         if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
             raise UserError("levels must be an integer >= 1, got %r" % (levels,))
+        if isinstance(upsample, bool) or upsample not in UPSAMPLES:
+            raise UserError("upsample must be one of %s, got %r"
+                            % (", ".join(map(str, UPSAMPLES)), upsample))
+        self.upsample = int(upsample)
         if refine not in REFINEMENTS:
             raise UserError("refine must be one of %s, got %r"
                             % (", ".join(REFINEMENTS), refine))
@@ -327,7 +335,8 @@ class Matcher(object):
         levels = levels_that_fit(nh, nw, self.levels, MIN_SIZE)
         check_budget(self.spec, nh, nw, stride,
                      lambda hh, ww: levels_that_fit(hh, ww, self.levels, MIN_SIZE),
-                     self.memory_mb, 2 if consistency else 1, self.max_seconds, min_size=MIN_SIZE)
+                     self.memory_mb, 2 if consistency else 1, self.max_seconds, min_size=MIN_SIZE,
+                     upsample=self.upsample)
         pos, peak, ratio = self._read_out(a, b, points, stride, levels, progress, "pixels")
         conf = match_confidence(ratio, a, b, pos, self.radius)  # [N]
         valid = conf >= self.min_confidence
@@ -366,10 +375,26 @@ class Matcher(object):
                 pos = np.stack([pos[:, f] + sample_field(fields[f], pos[:, f])
                                 for f in (0, 1)], axis=1)
             conf = peak_ratio(res["peak"], res["second"])  # [N]
-            if level > 0:
+            if level > 0 or self.upsample > 1:
                 fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, step)
                           for f in (0, 1)]
+        if self.upsample > 1:
+            pos, res, conf = self._read_out_finer(a, b, points, fields, progress, desc)
         return pos, res["peak"], conf
+
+    def _read_out_finer(self, a, b, points, fields, progress, desc):
+        """The residual read out at ``upsample`` times the size (:mod:`vidcorr.pyramid`):
+        point p at ``s p`` of the pair resampled and warped by the finest fields."""
+        s = self.upsample
+        fields = [upsample_exact(f, s, order=1) * s for f in fields]  # fine pixels
+        img_a, img_b = warp(upsample_exact(a, s), fields[0]), warp(upsample_exact(b, s), fields[1])
+        lh, lw = img_a.shape[:2]
+        graph = self.graph_for(lh, lw)
+        graph.set_images(img_a, img_b)
+        res = graph.run(points * s, progress=progress, desc="%s (x%d)" % (desc, s))
+        pos = self.refine(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)], fine
+        pos = np.stack([pos[:, f] + sample_field(fields[f], pos[:, f]) for f in (0, 1)], axis=1)
+        return pos / float(s), res, peak_ratio(res["peak"], res["second"])
 
     def predictor_for(self, height, width):
         """The cached forward-only :class:`vidcorr.inference.Predictor` for an image size."""

@@ -10,6 +10,14 @@ out the residual there, and maps each peak back through the warp
 (:func:`sample_field`). The read-outs stay exact per-pixel sensitivities; the
 pyramid only decides where the network looks.
 
+Above the network's size, ``upsample=S`` (2 or 4) adds one finer level: the
+pair and the finest fields are resampled S times with the original pixels on
+the fine grid (pixel ``p`` at ``S p``, :func:`upsample_exact`), the residual is
+read out at ``S p`` and divided by S. The network's peaks are whole pixels of
+the image it sees, and motion under about a pixel per frame step falls into a
+dead zone of the read-out (Grove3: motion of 1-2 pixels between the frames was
+read as about half of it); at S times the size both shrink S times.
+
 Fields are ``[H, W, 2]`` arrays of ``(dx, dy)`` in pixels: for a middle-frame
 pixel p, frame t's content is at ``p + d1(p)`` and frame t+2's at ``p + d3(p)``.
 
@@ -31,9 +39,10 @@ from scipy import ndimage
 from vidcorr.video import resize_float
 
 __all__ = ["build_pyramid", "densify", "warp", "sample_field", "upsample_field",
-           "levels_that_fit", "DEFAULT_LEVELS"]
+           "upsample_exact", "upsampled_size", "levels_that_fit", "DEFAULT_LEVELS", "UPSAMPLES"]
 
 DEFAULT_LEVELS = 3  # measured: Motorcycle acc@5 0.23 with one level, 0.83 with three
+UPSAMPLES = (1, 2, 4)  # the read-out's optional finer level (1: none)
 MIN_CONFIDENCE_WEIGHT = 1e-3  # so a grid of zero confidences still gives a field
 
 
@@ -95,6 +104,26 @@ def upsample_field(field, height, width):
     out = _bilinear(np.asarray(field, np.float64), xx.ravel(), yy.ravel()).reshape(
         height, width, 2)
     return (out * [sx, sy]).astype(np.float32)
+
+
+def upsampled_size(height, width, factor):
+    """The size of :func:`upsample_exact`'s result: ``factor (n - 1) + 1`` a side."""
+    return factor * (height - 1) + 1, factor * (width - 1) + 1
+
+
+def upsample_exact(image, factor, order=3):
+    """``[H, W, C]`` resampled so that pixel ``(x, y)`` lands on ``(factor x, factor y)``.
+
+    A cubic spline (``order`` 3; 1 is bilinear) through the pixel centres,
+    size :func:`upsampled_size`; images stay within their original range.
+    """
+    image = np.asarray(image, np.float32)
+    h, w = image.shape[:2]
+    nh, nw = upsampled_size(h, w, factor)
+    zoom = (nh / float(h), nw / float(w)) + (1,) * (image.ndim - 2)
+    out = ndimage.zoom(image, zoom, order=order, mode="nearest", grid_mode=False)
+    assert out.shape[:2] == (nh, nw), out.shape
+    return np.clip(out, image.min(), image.max()) if order > 1 else out
 
 
 def densify(points, displacements, confidence, height, width, stride, sigma=None,
