@@ -52,6 +52,7 @@ def _random_values(spec, height, width):
     rng = np.random.RandomState(0)
     graph = tf.Graph()
     with graph.as_default():
+        tf.set_random_seed(0)  # the same weights in every process
         mind(tf.zeros([1, height, width, 6]), False, spec=spec)
         with tf.Session(graph=graph) as sess:
             sess.run(tf.global_variables_initializer())
