@@ -116,7 +116,7 @@ class BatchedVJP(object):
         """Gradients w.r.t. ``xs`` for cotangents ``[N] + ys.shape[1:]``: ``[N] + xs.shape[1:]``."""
         return self._backward(cotangents)
 
-    def points(self, values, rows, cols, windowed=False):
+    def points(self, values, rows, cols, windowed=False, join=True):
         """Gradients w.r.t. ``xs`` for cotangents that are non-zero at one pixel each.
 
         Cotangent n is ``values[n]`` at pixel ``(rows[n], cols[n])`` of ``ys``
@@ -133,6 +133,10 @@ class BatchedVJP(object):
           cols: int32 ``[N]``.
           windowed: return a :class:`vidcorr.windows.Window` if the pass
             stayed windowed up to ``xs`` (else the dense tensor).
+          join: keep windows where two paths meet (their union); False goes
+            dense there (where the pass cannot stay windowed up to ``xs``,
+            windows past the first join cost more than they save: measured
+            in ``benchmarks/bench_scaling.py``).
 
         Returns:
           ``[N] + xs.shape[1:]``, or with ``windowed`` possibly a Window of it.
@@ -141,15 +145,17 @@ class BatchedVJP(object):
         oy, ox = rows // 2 * 2, cols // 2 * 2  # a 2x2 window at even origins
         data = (values[:, None, None, :] * tf.one_hot(rows - oy, 2)[:, :, None, None] *
                 tf.one_hot(cols - ox, 2)[:, None, :, None])  # [N, 2, 2, C]
-        return self._backward(Window(data, oy, ox, height, width, 2, ((0, 1), (0, 1))), windowed)
+        return self._backward(Window(data, oy, ox, height, width, 2, ((0, 1), (0, 1))), windowed,
+                              join)
 
-    def _backward(self, cotangents, windowed=False):
+    def _backward(self, cotangents, windowed=False, join=True):
         grads = {self.ys.name: [cotangents]}
         for op, deps in reversed(self._ops):
             incoming = grads.pop(op.outputs[0].name, None)
             if incoming is None:
                 continue
-            g = sum_cotangents(incoming)
+            g = sum_cotangents(incoming) if join or len(incoming) == 1 else tf.add_n(
+                [dense(c) for c in incoming])
             prepared, results = self._prepared[op.name], None
             if isinstance(g, Window) and not g.too_big() and op.type in WINDOW_RULES:
                 results = WINDOW_RULES[op.type](op, g, prepared, deps)

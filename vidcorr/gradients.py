@@ -45,6 +45,7 @@ from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.inference import FoldedGraph
 from vidcorr.kernels import logit_cotangent
+from vidcorr.memory import pixel_extent
 from vidcorr.network import mind, padding_for
 from vidcorr.spec import MODEL_SCOPE
 from vidcorr.windows import Window, dense, sum_cotangents
@@ -252,6 +253,8 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False):
     # The VJP runs from `target`: the output, or for the kernel head the features under
     # its 1x1 convolution (the head's own part is done by hand).
     target = endpoints["features"] if spec.kernel_size else out  # [1, H', W', C]
+    # Windows through the encoder only where they reach the input (a large image).
+    through = windowed and pixel_extent(spec, hp, wp) != (hp, wp)
     head = kernel_head_vjp(spec, frames, endpoints) if spec.kernel_size else None
     transposed = None
     if backward != "pfor":
@@ -267,7 +270,8 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False):
         else:
             values, direct = head(indices)  # [K, C], a window [K, k, k, 6]
         if transposed is not None:  # windowed near the output (or all the way), then dense
-            grads = transposed.points(values, indices // wp, indices % wp, windowed=windowed)
+            grads = transposed.points(values, indices // wp, indices % wp, windowed=windowed,
+                                      join=through)
         else:
             one_hot = tf.reshape(tf.one_hot(indices, hp * wp), [-1, hp, wp, 1])
             grads = tf.vectorized_map(

@@ -32,8 +32,8 @@ from vidcorr.compat import tower_devices
 from vidcorr.confidence import DEFAULT_MIN_CONFIDENCE, match_confidence, peak_ratio
 from vidcorr.errors import UserError
 from vidcorr.gradients import SensitivityGraph, grid_points
-from vidcorr.memory import chunk_for_budget
 from vidcorr.inference import Predictor, find_model, fold_batch_norm
+from vidcorr.memory import chunk_for_budget
 from vidcorr.pyramid import DEFAULT_LEVELS, UPSAMPLES, build_pyramid, densify, \
     levels_that_fit, sample_field, upsample_exact, upsample_field, upsampled_size, warp
 from vidcorr.video import read_image, resize_float
