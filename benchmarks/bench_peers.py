@@ -34,6 +34,8 @@ import time
 
 import numpy as np
 
+from timing import time_read_out  # benchmarks/timing.py, beside this script
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
@@ -72,17 +74,10 @@ def vidcorr_child(args):
                              threads=args.threads)
     image, points = _pair(height, width), _points(height, width, args.points)
     graph.set_images(image[..., :3], image[..., 3:])
-    graph.run(points[:chunk])  # warm-up
-    start = time.perf_counter()
-    graph.run(points[:chunk])
-    one = time.perf_counter() - start
-    start = time.perf_counter()
-    res = graph.run(points)
-    seconds = time.perf_counter() - start
+    res, seconds, per_pixel, _ = time_read_out(graph, points, chunk)
     graph.close()
     print(json.dumps({"tf": ".".join(map(str, TF_VERSION)), "per_pixel": seconds / len(points),
-                      "per_pixel_marginal": (seconds - one) / max(1, len(points) - chunk),
-                      "peak_xy": res["peak_xy"].tolist()}))
+                      "per_pixel_marginal": per_pixel, "peak_xy": res["peak_xy"].tolist()}))
 
 
 def _vidcorr(args, python):

@@ -28,7 +28,6 @@ size, the measurement behind the default.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import resource
@@ -38,20 +37,13 @@ import time
 
 import numpy as np
 
+from timing import time_read_out  # benchmarks/timing.py, beside this script
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
 SIZES = "128x384,256x768,480x640,720x1280"
 STRIDE = 4
-
-
-def _load_bench_gradients():
-    spec = importlib.util.spec_from_file_location(
-        "bench_gradients", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                        "bench_gradients.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _model(name, height, width):
@@ -64,7 +56,8 @@ def _model(name, height, width):
         _, spec, values = find_model(DEFAULT_MODEL)
         return spec, fold_batch_norm(values)
     spec = NetworkSpec(width=1.0)
-    return spec, fold_batch_norm(_load_bench_gradients()._random_values(spec, 32, 32))
+    from bench_gradients import _random_values  # beside this script
+    return spec, fold_batch_norm(_random_values(spec, 32, 32))
 
 
 def _dense_encoder():
@@ -101,18 +94,9 @@ def child(args):
     grid = grid_points(height, width, STRIDE, STRIDE // 2)
     count = max(args.sample, 2 * chunk)  # at least a chunk beyond the first one
     sample = grid[np.linspace(0, len(grid) - 1, count).round().astype(int)]
-    graph.run(sample[:chunk])  # warm-up (and the forward pass's first run)
-    # Each sess.run runs the forward pass once: the per-pixel time is the difference
-    # between a run of the sample and a run of one chunk, the rest is per run.
-    start = time.perf_counter()
-    graph.run(sample[:chunk])
-    one = time.perf_counter() - start
-    start = time.perf_counter()
-    res = graph.run(sample)
-    seconds = time.perf_counter() - start
+    res, _, per_pixel, per_run = time_read_out(graph, sample, chunk)
     graph.close()
-    per_pixel = (seconds - one) / (len(sample) - chunk)
-    print(json.dumps({"per_pixel": per_pixel, "per_run": max(0.0, one - chunk * per_pixel),
+    print(json.dumps({"per_pixel": per_pixel, "per_run": per_run,
                       "grid_points": len(grid),
                       "sample": len(sample), "chunk": chunk, "build": build,
                       "window": graph.window, "peak_xy": res["peak_xy"].tolist(),
