@@ -197,10 +197,11 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
     ``levels``, ``upsample``, ``min_confidence`` and ``max_seconds`` are the
     :class:`vidcorr.matching.Matcher`'s: the pyramid depth of the coarse-to-fine
     read-out, its finer read-out, the confidence below which a match is
-    invalid, and the time limit of one pair (checked before its work starts). With ``shard=(K, N)`` only
-    that shard's pairs are matched (:func:`shard_pairs`); pairs whose outputs
-    all exist are skipped unless ``overwrite``. ``devices`` spreads each
-    read-out over devices (see the Matcher).
+    invalid, and the time limit of one pair (checked before its work
+    starts). With ``shard=(K, N)`` only that shard's pairs are matched
+    (:func:`shard_pairs`); pairs whose outputs all exist are skipped unless
+    ``overwrite``. ``devices`` spreads each read-out over devices (see the
+    Matcher).
 
     Returns:
       ``[(name, number of valid matches, seconds)]``.

@@ -27,7 +27,7 @@ from vidcorr.compat import tf
 from vidcorr.spec import MAX_KERNEL_SIZE
 
 __all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "tap_offsets", "logit_bias", "apply_kernels",
-           "tap_sums", "logit_cotangent"]
+           "logit_cotangent"]
 
 CENTRE_LOGIT = 1.0  # initial logit of the two centre taps: a mild prior towards no motion
 
@@ -78,20 +78,11 @@ def apply_kernels(frames, logits, kernel_size):
     return tf.reduce_sum(_patches(frames, kernel_size) * weights[..., None], axis=[3, 4])
 
 
-def tap_sums(frames, kernel_size):
-    """Per tap, the sum over RGB of the tapped pixel: ``[B, H, W, 2K^2]`` (no gradient)."""
-    sums = tf.reduce_sum(_patches(tf.stop_gradient(frames), kernel_size), axis=-1)  # [..,K^2, 2]
-    b = tf.shape(frames)[0]
-    height, width = frames.shape.as_list()[1:3]
-    return tf.reshape(tf.transpose(sums, [0, 1, 2, 4, 3]),
-                      [b, height, width, 2 * kernel_size * kernel_size])
-
-
 def logit_cotangent(weights, sums):
     """Gradient of ``sum_c out_c(p)`` w.r.t. the logits at p: ``w * (s - <w, s>)``.
 
     Args:
       weights: softmax weights at p, ``[..., 2K^2]``.
-      sums: :func:`tap_sums` at p, ``[..., 2K^2]``.
+      sums: per tap, the sum over RGB of the tapped pixel at p, ``[..., 2K^2]``.
     """
     return weights * (sums - tf.reduce_sum(weights * sums, axis=-1, keepdims=True))

@@ -35,7 +35,7 @@ from vidcorr.gradients import SensitivityGraph, grid_points
 from vidcorr.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.memory import chunk_for_budget
 from vidcorr.pyramid import DEFAULT_LEVELS, UPSAMPLES, build_pyramid, densify, \
-    levels_that_fit, sample_field, upsample_exact, upsample_field, upsampled_size, warp
+    levels_that_fit, sample_field, upsample_exact, upsample_field, warp
 from vidcorr.video import read_image, resize_float
 
 __all__ = ["Matches", "Matcher", "to_rgb_float", "refine_peaks", "centroid_peaks", "REFINEMENTS",

@@ -16,9 +16,10 @@ per axis, so two windows that meet (a skip and the deeper path, or the
 network's part and the kernel head's direct term) are summed in a union of
 static size that is tight (:func:`add_windows`). The pass stays windowed
 through the encoder for as long as the windows are cheaper than whole images
-(:data:`vidcorr.memory.DENSE_FRACTION`), and a window never grows past its image: it is
-cropped to it (:meth:`Window.crop`). So one pixel's cost stops growing with
-the image once the image is larger than the network's receptive field.
+(:data:`vidcorr.memory.DENSE_FRACTION`), and a window never grows past its
+image: it is cropped to it (:meth:`Window.crop`). So one pixel's cost stops
+growing with the image once the image is larger than the network's receptive
+field.
 """
 
 import math
@@ -29,7 +30,6 @@ from vidcorr.transpose import add_signs, slice_attrs, upsample2
 
 __all__ = ["Window", "WINDOW_RULES", "dense", "add_windows",
            "union_shape", "sum_cotangents", "shift_rows"]
-
 
 
 def shift_rows(data, offset, size, axis):
