@@ -131,7 +131,7 @@ def correspond_main(argv=None):
                              "full size only (default %(default)s)")
     parser.add_argument("--upsample", type=int, default=1, choices=UPSAMPLES,
                         help="also read out at 2 or 4 times the size after the finest level: "
-                             "sub-pixel motion, about 5x the time with 2 (default 1: none)")
+                             "sub-pixel motion, 3-4x the time with 2 (default 1: none)")
     parser.add_argument("--consistency", action="store_true",
                         help="keep only matches that agree with the swapped pair")
     parser.add_argument("--memory-mb", type=int, default=1024,

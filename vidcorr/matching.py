@@ -234,7 +234,7 @@ class Matcher(object):
         the ``max_size`` that would fit; 0 or None: no time limit.
       upsample: 2 or 4 adds a read-out of the residual at that many times
         the size after the finest level (sub-pixel motion out of the
-        read-out's dead zone; 4.5 to 5 times the time with 2); 1: none.
+        read-out's dead zone; 3.2 to 3.6 times the time with 2); 1: none.
 
     Raises:
       UserError: for a missing or incompatible checkpoint, bad ``levels``,
