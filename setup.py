@@ -50,10 +50,10 @@ setup(
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     entry_points={"console_scripts": [
-        "vidcorr-train = vidcorr.cli:train_main",
-        "vidcorr-correspond = vidcorr.cli:correspond_main",
-        "vidcorr-evaluate = vidcorr.cli:evaluate_main",
-        "vidcorr-export = vidcorr.cli:export_main",
+        "vidcorr-train = vidcorr.apps.cli:train_main",
+        "vidcorr-correspond = vidcorr.apps.cli:correspond_main",
+        "vidcorr-evaluate = vidcorr.apps.cli:evaluate_main",
+        "vidcorr-export = vidcorr.apps.cli:export_main",
     ]},
     license="MIT",
 )

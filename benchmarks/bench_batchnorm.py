@@ -22,10 +22,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from vidcorr import layers
-from vidcorr.batchnorm import batch_norm
+from vidcorr.model import layers
+from vidcorr.model.batchnorm import batch_norm
 from vidcorr.compat import TF_VERSION, session_config, tf
-from vidcorr.quantize import quantize_transform
+from vidcorr.model.quantize import quantize_transform
 
 
 def seed_batch_norm(x, name, is_training, epsilon=0.001, decay=0.99):

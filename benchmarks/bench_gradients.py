@@ -40,11 +40,12 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from vidcorr.compat import TF_VERSION, session_config, tf  # noqa: E402
-from vidcorr.gradients import SensitivityGraph, grid_points  # noqa: E402
-from vidcorr.memory import chunk_for_budget  # noqa: E402
-from vidcorr.inference import fold_batch_norm  # noqa: E402
-from vidcorr.network import NetworkSpec, forward_flops, mind  # noqa: E402
-from vidcorr.spec import layer_plan, plan_flops  # noqa: E402
+from vidcorr.readout.gradients import SensitivityGraph  # noqa: E402
+from vidcorr.readout.pyramid import grid_points  # noqa: E402
+from vidcorr.readout.memory import chunk_for_budget  # noqa: E402
+from vidcorr.readout.inference import fold_batch_norm  # noqa: E402
+from vidcorr.model.network import NetworkSpec, forward_flops, mind  # noqa: E402
+from vidcorr.model.spec import layer_plan, plan_flops  # noqa: E402
 
 
 def _random_values(spec, height, width):

@@ -44,8 +44,8 @@ STRIDE = 4
 
 def _pair(height, width):
     """The cockatoo example pair, resized to the benchmark size, as ``[H, W, 6]`` in [0, 1]."""
-    from vidcorr.matching import to_rgb_float
-    from vidcorr.video import read_image, resize_float
+    from vidcorr.readout.matching import to_rgb_float
+    from vidcorr.io.video import read_image, resize_float
 
     frames = []
     for name in ("cockatoo_262.png", "cockatoo_264.png"):
@@ -55,7 +55,7 @@ def _pair(height, width):
 
 
 def _points(height, width, count):
-    from vidcorr.gradients import grid_points
+    from vidcorr.readout.pyramid import grid_points
     grid = grid_points(height, width, STRIDE, STRIDE // 2)
     return grid[np.linspace(0, len(grid) - 1, min(count, len(grid))).round().astype(int)]
 
@@ -63,9 +63,9 @@ def _points(height, width, count):
 def vidcorr_child(args):
     """Times vidcorr in this process (also under another Python: TensorFlow 1.15)."""
     from vidcorr.compat import TF_VERSION
-    from vidcorr.gradients import SensitivityGraph
-    from vidcorr.memory import chunk_for_budget
-    from vidcorr.inference import find_model, fold_batch_norm
+    from vidcorr.readout.gradients import SensitivityGraph
+    from vidcorr.readout.memory import chunk_for_budget
+    from vidcorr.readout.inference import find_model, fold_batch_norm
 
     height, width = (int(v) for v in args.size.split("x"))
     _, spec, values = find_model(args.checkpoint)
@@ -98,7 +98,7 @@ def torch_mind(torch, spec, weights):
     reflection first).
     """
     import torch.nn.functional as F  # noqa: N812
-    from vidcorr.spec import MODEL_SCOPE, layer_plan
+    from vidcorr.model.spec import MODEL_SCOPE, layer_plan
 
     plan = layer_plan(spec)
     params = {}
@@ -200,7 +200,7 @@ def main(argv=None):
     parser.add_argument("--vidcorr-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.checkpoint is None:
-        from vidcorr.matching import DEFAULT_MODEL
+        from vidcorr.readout.matching import DEFAULT_MODEL
         args.checkpoint = DEFAULT_MODEL
     if args.vidcorr_child:
         return vidcorr_child(args)
@@ -215,8 +215,8 @@ def main(argv=None):
         raise SystemExit("--size must be multiples of 32 (the PyTorch port does not pad)")
     torch.set_num_threads(args.threads)
     from vidcorr.compat import tf
-    from vidcorr.inference import find_model, fold_batch_norm
-    from vidcorr.network import mind
+    from vidcorr.readout.inference import find_model, fold_batch_norm
+    from vidcorr.model.network import mind
 
     _, spec, values = find_model(args.checkpoint)
     weights = fold_batch_norm(values)

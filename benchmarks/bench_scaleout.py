@@ -28,8 +28,8 @@ import time
 import numpy as np
 
 from vidcorr.compat import tf
-from vidcorr.distributed import free_ports
-from vidcorr.matching import Matcher
+from vidcorr.training.distributed import free_ports
+from vidcorr.readout.matching import Matcher
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 TRAIN = [sys.executable, os.path.join(ROOT, "scripts", "train.py")]

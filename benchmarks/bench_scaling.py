@@ -20,7 +20,7 @@ prints seconds per pixel, peak RSS, the window of one pixel at the input, and
 the fitted exponent of total grid time against area over the larger sizes
 (the goal: <= 1.1, linear in the number of points once the image is larger
 than the receptive field). ``--fractions`` also times the windowed pass with
-other switch points to dense (:data:`vidcorr.memory.DENSE_FRACTION`) at one
+other switch points to dense (:data:`vidcorr.readout.memory.DENSE_FRACTION`) at one
 size, the measurement behind the default.
 
     python benchmarks/bench_scaling.py [--models default,full] [--sample 24]
@@ -48,11 +48,11 @@ STRIDE = 4
 
 def _model(name, height, width):
     """``(spec, folded weights)`` of the packaged model or of full-width MIND."""
-    from vidcorr.inference import find_model, fold_batch_norm
-    from vidcorr.network import NetworkSpec
+    from vidcorr.readout.inference import find_model, fold_batch_norm
+    from vidcorr.model.network import NetworkSpec
 
     if name == "default":
-        from vidcorr.matching import DEFAULT_MODEL
+        from vidcorr.readout.matching import DEFAULT_MODEL
         _, spec, values = find_model(DEFAULT_MODEL)
         return spec, fold_batch_norm(values)
     spec = NetworkSpec(width=1.0)
@@ -62,9 +62,9 @@ def _model(name, height, width):
 
 def _dense_encoder():
     """Makes the pass go dense at the first join of two cotangents (the skips)."""
-    import vidcorr.backward as backward
+    import vidcorr.readout.backward as backward
     from vidcorr.compat import tf
-    from vidcorr.windows import dense
+    from vidcorr.readout.windows import dense
 
     def dense_sum(cotangents):
         if len(cotangents) == 1:
@@ -74,9 +74,10 @@ def _dense_encoder():
 
 
 def child(args):
-    from vidcorr import memory
-    from vidcorr.gradients import SensitivityGraph, grid_points
-    from vidcorr.memory import chunk_for_budget
+    from vidcorr.readout import memory
+    from vidcorr.readout.gradients import SensitivityGraph
+    from vidcorr.readout.pyramid import grid_points
+    from vidcorr.readout.memory import chunk_for_budget
 
     height, width = (int(v) for v in args.child_size.split("x"))
     if args.child_mode == "dense":

@@ -16,11 +16,11 @@ import argparse
 
 import numpy as np
 
-from vidcorr.confidence import TEXTURE_SCALE, min_eigenvalue, texture_at
-from vidcorr.gradients import grid_points
-from vidcorr.groundtruth import EVAL_WIDTH, builtin_pair
-from vidcorr.matching import Matcher
-from vidcorr.metrics import coverage_accuracy, endpoint_errors
+from vidcorr.readout.confidence import TEXTURE_SCALE, min_eigenvalue, texture_at
+from vidcorr.readout.pyramid import grid_points
+from vidcorr.evaluation.groundtruth import EVAL_WIDTH, builtin_pair
+from vidcorr.readout.matching import Matcher
+from vidcorr.evaluation.metrics import coverage_accuracy, endpoint_errors
 
 THRESHOLDS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 SCALES = tuple((g / 255.0) ** 2 for g in (0.25, 0.5, 1.0, 2.0))  # grey levels per pixel

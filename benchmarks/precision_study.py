@@ -27,14 +27,14 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from vidcorr.compat import tf  # noqa: E402
-from vidcorr.data import TripletData  # noqa: E402
-from vidcorr.gradients import grid_points  # noqa: E402
-from vidcorr.groundtruth import builtin_pair  # noqa: E402
-from vidcorr.inference import MODEL_SCOPE, FoldedGraph, run_config  # noqa: E402
-from vidcorr.layered import subpixel_layered_triplet  # noqa: E402
-from vidcorr.matching import Matcher, centroid_peaks, refine_peaks  # noqa: E402
-from vidcorr.metrics import coverage_accuracy, endpoint_errors  # noqa: E402
-from vidcorr.network import mind, padding_for  # noqa: E402
+from vidcorr.training.data import TripletData  # noqa: E402
+from vidcorr.readout.pyramid import grid_points  # noqa: E402
+from vidcorr.evaluation.groundtruth import builtin_pair  # noqa: E402
+from vidcorr.readout.inference import MODEL_SCOPE, FoldedGraph, run_config  # noqa: E402
+from vidcorr.training.layered import subpixel_layered_triplet  # noqa: E402
+from vidcorr.readout.matching import Matcher, centroid_peaks, refine_peaks  # noqa: E402
+from vidcorr.evaluation.metrics import coverage_accuracy, endpoint_errors  # noqa: E402
+from vidcorr.model.network import mind, padding_for  # noqa: E402
 
 
 class _LogitsGraph(FoldedGraph):

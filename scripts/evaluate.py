@@ -1,9 +1,9 @@
 """``python scripts/evaluate.py``: the program ``vidcorr-evaluate``
-(:func:`vidcorr.cli.evaluate_main`; ``--help`` lists its arguments)."""
+(:func:`vidcorr.apps.cli.evaluate_main`; ``--help`` lists its arguments)."""
 
 import sys
 
-from vidcorr.cli import evaluate_main
+from vidcorr.apps.cli import evaluate_main
 
 if __name__ == "__main__":
     sys.exit(evaluate_main())

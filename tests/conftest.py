@@ -26,8 +26,8 @@ def trained_tiny(tmp_path_factory):
     """configs/tiny_test.json trained once per session: (config, results)."""
     import os
 
-    from vidcorr.config import load_config
-    from vidcorr.training import train
+    from vidcorr.model.config import load_config
+    from vidcorr.training.trainer import train
 
     root = os.path.join(os.path.dirname(__file__), "..")
     run_dir = str(tmp_path_factory.mktemp("tiny") / "run")
@@ -40,7 +40,7 @@ def _random_network(path, spec, seed):
     """Saves a MIND of ``spec`` with random weights and non-trivial batch norm."""
     import os
 
-    from vidcorr.network import mind
+    from vidcorr.model.network import mind
 
     rng = np.random.RandomState(seed)
     graph = tf.Graph()
@@ -65,7 +65,7 @@ def _random_network(path, spec, seed):
 @pytest.fixture(scope="session")
 def random_kernel_checkpoint(tmp_path_factory):
     """A width-0.125 MIND with the adaptive-kernel head (K = 5) and random weights, saved."""
-    from vidcorr.network import NetworkSpec
+    from vidcorr.model.network import NetworkSpec
 
     path = str(tmp_path_factory.mktemp("random_kernel") / "model.ckpt")
     return _random_network(path, NetworkSpec(width=0.125, output_kernel=1, kernel_size=5), 11)
@@ -74,7 +74,7 @@ def random_kernel_checkpoint(tmp_path_factory):
 @pytest.fixture(scope="session")
 def random_checkpoint(tmp_path_factory):
     """A width-0.125 MIND with random weights and non-trivial batch norm, saved."""
-    from vidcorr.network import NetworkSpec
+    from vidcorr.model.network import NetworkSpec
 
     path = str(tmp_path_factory.mktemp("random") / "model.ckpt")
     return _random_network(path, NetworkSpec(width=0.125), 7)

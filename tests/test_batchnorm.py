@@ -1,10 +1,10 @@
-"""Tests of vidcorr.batchnorm against closed-form numpy values."""
+"""Tests of vidcorr.model.batchnorm against closed-form numpy values."""
 
 import numpy as np
 import pytest
 
 from tests import reference as ref
-from vidcorr.batchnorm import batch_norm
+from vidcorr.model.batchnorm import batch_norm
 from vidcorr.compat import tf
 
 EPS = 1e-3

@@ -6,17 +6,18 @@ import time
 import numpy as np
 import pytest
 
-from vidcorr import budget
+from vidcorr.readout import budget
 from vidcorr.errors import UserError
-from vidcorr.matching import Matcher
-from vidcorr.spec import NetworkSpec, layer_plan, plan_flops
+from vidcorr.readout.matching import Matcher
+from vidcorr.model.spec import NetworkSpec, layer_plan, plan_flops
 
 SPEC = NetworkSpec(width=0.25, output_kernel=1, kernel_size=9)
 
 
 def test_estimate_adds_up_points_and_flops_over_levels():
     est = budget.estimate(SPEC, 259, 384, 8, levels=3)
-    grids = [(33 * 48, 259, 384), (17 * 24, 130, 192), (9 * 12, 65, 96)]  # coarse: stride 8 too
+    # build_pyramid's sizes (rounded down), each level's grid at stride 8 in its own pixels
+    grids = [(33 * 48, 259, 384), (17 * 24, 129, 192), (8 * 12, 64, 96)]
     assert est.points == sum(n for n, _, _ in grids)
     seconds = sum(n * plan_flops(layer_plan(SPEC, h, w), 9) / 1e9 * budget.SECONDS_PER_GFLOP
                   for n, h, w in grids)
@@ -64,8 +65,8 @@ def test_matcher_refuses_a_huge_pair_before_building(random_checkpoint):
 def test_pixel_extent_is_a_window_only_beyond_the_receptive_field():
     """MIND reaches about 250 pixels each way: small images are covered whole, large ones
     by a window of about 500 pixels a side, and the estimated time per point stops growing."""
-    from vidcorr.memory import pixel_extent
-    from vidcorr.spec import receptive_radius
+    from vidcorr.readout.memory import pixel_extent
+    from vidcorr.model.spec import receptive_radius
 
     spec = NetworkSpec(width=0.25, output_kernel=1, kernel_size=9, skips=(4, 3, 2, 1, 0))
     radius = receptive_radius(layer_plan(spec, 128, 384))
@@ -79,7 +80,7 @@ def test_pixel_extent_is_a_window_only_beyond_the_receptive_field():
 
 def test_the_finer_read_out_is_counted():
     """upsample=2 reads the base grid again on a pair of 2(n-1)+1 pixels a side."""
-    from vidcorr.memory import pixel_extent
+    from vidcorr.readout.memory import pixel_extent
 
     spec = NetworkSpec(width=0.25, output_kernel=1, kernel_size=9, skips=(4, 3, 2, 1, 0))
     base = budget.estimate(spec, 288, 384, 8, levels=3)
@@ -88,3 +89,45 @@ def test_the_finer_read_out_is_counted():
     gflop = plan_flops(layer_plan(spec, *pixel_extent(spec, 575, 767)), 9) / 1e9
     np.testing.assert_allclose(finer.seconds - base.seconds,
                                36 * 48 * gflop * budget.SECONDS_PER_GFLOP, rtol=1e-9)
+
+
+def test_the_matcher_reads_out_exactly_the_plan_the_budget_prices(random_kernel_checkpoint,
+                                                                   monkeypatch):
+    from vidcorr.readout.pyramid import build_pyramid, read_out_plan
+
+    rng = np.random.RandomState(3)
+    a, b = rng.rand(75, 130, 3), rng.rand(75, 130, 3)
+    for readout, upsample in (("sensitivity", 1), ("kernel", 2)):
+        matcher = Matcher(random_kernel_checkpoint, levels=2, upsample=upsample, readout=readout,
+                          passes=1, chunk=32, max_seconds=0)
+        seen = []
+        real = matcher._level
+
+        def spy(img_a, img_b, grid, progress, desc):
+            seen.append((img_a.shape[:2], len(grid)))
+            return real(img_a, img_b, grid, progress, desc)
+
+        monkeypatch.setattr(matcher, "_level", spy)
+        matcher.match(a, b, stride=8)
+        matcher.close()
+        plan = read_out_plan(75, 130, 2, 8, upsample)
+        assert seen == [((lv.height, lv.width), lv.points) for lv in plan]
+        # the pyramid's own images have the plan's sizes
+        assert [p.shape[:2] for p in build_pyramid(a, 2)][::-1] == [
+            (lv.height, lv.width) for lv in plan if lv.scale <= 1]
+        est = budget.estimate(matcher.spec, 75, 130, 8, levels=2, upsample=upsample,
+                              readout=readout)
+        assert est.points == sum(lv.points for lv in plan)
+
+
+def test_kernel_readout_is_priced_as_forward_passes():
+    plan_sizes = [(259, 384), (129, 192), (64, 96)]
+    est = budget.estimate(SPEC, 259, 384, 8, levels=3, readout="kernel", level_passes=2)
+    seconds = sum(2 * plan_flops(layer_plan(SPEC, h, w), 9) / 1e9
+                  * budget.SECONDS_PER_FORWARD_GFLOP for h, w in plan_sizes)
+    assert est.seconds == pytest.approx(seconds)
+    sensitivity = budget.estimate(SPEC, 259, 384, 8, levels=3)
+    assert est.seconds < sensitivity.seconds / 20  # a forward pass per level, not per point
+    # the stride does not change the kernel read-out's time
+    assert budget.estimate(SPEC, 259, 384, 1, levels=3, readout="kernel",
+                           level_passes=2).seconds == pytest.approx(seconds)

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from vidcorr.confidence import TEXTURE_SCALE, match_confidence, min_eigenvalue, peak_ratio, \
+from vidcorr.readout.confidence import TEXTURE_SCALE, match_confidence, min_eigenvalue, peak_ratio, \
     texture_at, texture_map
 from vidcorr.errors import UserError
-from vidcorr.matching import Matcher
+from vidcorr.readout.matching import Matcher
 
 
 def test_min_eigenvalue_against_numpy(rng):

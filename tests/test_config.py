@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from vidcorr.config import Config, config_from_dict, load_config
+from vidcorr.model.config import Config, config_from_dict, load_config
 from vidcorr.errors import UserError
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vidcorr.config import config_from_dict
-from vidcorr.data import TripletData
+from vidcorr.model.config import config_from_dict
+from vidcorr.training.data import TripletData
 from vidcorr.errors import UserError
-from vidcorr.synthetic import moving_triplet
-from vidcorr.video import load_frames
+from vidcorr.training.synthetic import moving_triplet
+from vidcorr.io.video import load_frames
 
 
 def _folder(root, name, n, height=40, width=72, motion=True):
@@ -153,7 +153,7 @@ def test_bad_data_errors(tmp_path, case, match):
 
 
 def test_resize_float_closed_forms():
-    from vidcorr.video import resize_float
+    from vidcorr.io.video import resize_float
 
     rng = np.random.RandomState(2)
     image = rng.rand(8, 12, 3).astype(np.float32)

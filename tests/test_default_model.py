@@ -6,9 +6,9 @@ import os
 import numpy as np
 
 from vidcorr.compat import tf
-from vidcorr.losses import psnr_numpy
-from vidcorr.matching import DEFAULT_MODEL, Matcher
-from vidcorr.video import read_image
+from vidcorr.model.losses import psnr_numpy
+from vidcorr.readout.matching import DEFAULT_MODEL, Matcher
+from vidcorr.io.video import read_image
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -45,7 +45,7 @@ def test_default_model_finds_known_motion_on_a_real_frame():
     """Frames t and t+2 cut from the sample frame at known offsets (background moving by v,
     a foreground ellipse by its own velocity): the packaged model's matches recover the
     motion where zero flow cannot. Offsets within the kernel's reach (4 px per frame step)."""
-    from vidcorr.layered import layered_triplet
+    from vidcorr.training.layered import layered_triplet
 
     image = read_image(os.path.join(EXAMPLES, "cockatoo_262.png"))
     rng = np.random.RandomState(0)

@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from vidcorr import checkpoints
-from vidcorr.distributed import free_ports, read_cluster
+from vidcorr.io import checkpoints
+from vidcorr.training.distributed import free_ports, read_cluster
 from vidcorr.errors import UserError
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -84,7 +84,7 @@ def _wait(proc, deadline):
 
 
 def test_two_workers_train_a_killed_worker_rejoins_and_the_checkpoint_restores(tmp_path):
-    from vidcorr.matching import Matcher
+    from vidcorr.readout.matching import Matcher
 
     steps = 16
     c = _Cluster(tmp_path, steps=steps)

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vidcorr import evaluate, peers
-from vidcorr.cli import evaluate_main
+from vidcorr.evaluation import evaluate
+from vidcorr.evaluation import peers
+from vidcorr.apps.cli import evaluate_main
 from vidcorr.errors import UserError
-from vidcorr.flowio import write_flo
-from vidcorr.groundtruth import EvalPair, GroundTruth
-from vidcorr.synthetic import moving_triplet
+from vidcorr.io.flowio import write_flo
+from vidcorr.evaluation.groundtruth import EvalPair, GroundTruth
+from vidcorr.training.synthetic import moving_triplet
 
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.export import export_model
-from vidcorr.matching import Matcher
+from vidcorr.apps.export import export_model
+from vidcorr.readout.matching import Matcher
 
 
 def test_export_keeps_the_function_and_drops_optimizer_state(trained_tiny, tmp_path):
@@ -48,7 +48,7 @@ def test_export_keeps_the_function_and_drops_optimizer_state(trained_tiny, tmp_p
 
 def test_training_continues_from_an_exported_model(trained_tiny, tmp_path):
     """An exported model has no optimizer slots; ``init_from`` seeds a new run from it."""
-    from vidcorr.training import Trainer
+    from vidcorr.training.trainer import Trainer
 
     config, results = trained_tiny
     out = str(tmp_path / "exported")

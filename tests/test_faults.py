@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vidcorr import checkpoints
+from vidcorr.io import checkpoints
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.matching import Matcher, Matches
-from vidcorr.synthetic import moving_triplet
+from vidcorr.readout.matching import Matcher, Matches
+from vidcorr.training.synthetic import moving_triplet
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SCRIPTS = os.path.join(ROOT, "scripts")

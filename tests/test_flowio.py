@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vidcorr.errors import UserError
-from vidcorr.flowio import read_flo, read_kitti_flow, write_flo, write_kitti_flow
+from vidcorr.io.flowio import read_flo, read_kitti_flow, write_flo, write_kitti_flow
 
 
 def test_flo_round_trip(tmp_path, rng):

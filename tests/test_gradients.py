@@ -5,10 +5,11 @@ import pytest
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.gradients import SensitivityGraph, grid_points
-from vidcorr.memory import chunk_for_budget, pixel_extent
-from vidcorr.inference import checkpoint_values, fold_batch_norm, spec_from_checkpoint
-from vidcorr.network import NetworkSpec, mind
+from vidcorr.readout.gradients import SensitivityGraph
+from vidcorr.readout.pyramid import grid_points
+from vidcorr.readout.memory import chunk_for_budget, pixel_extent
+from vidcorr.readout.inference import checkpoint_values, fold_batch_norm, spec_from_checkpoint
+from vidcorr.model.network import NetworkSpec, mind
 
 H, W = 32, 64
 

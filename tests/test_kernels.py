@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from vidcorr.compat import tf
-from vidcorr.config import config_from_dict
+from vidcorr.model.config import config_from_dict
 from vidcorr.errors import UserError
-from vidcorr.kernels import (CENTRE_LOGIT, apply_kernels, logit_bias,
+from vidcorr.model.kernels import (CENTRE_LOGIT, apply_kernels, logit_bias,
                              logit_cotangent, tap_offsets)
-from vidcorr.network import NetworkSpec, forward_flops, mind
+from vidcorr.model.network import NetworkSpec, forward_flops, mind
 
 
 def _softmax(z):
@@ -69,8 +69,8 @@ def test_logit_cotangent_is_the_gradient(sess):
 
 def test_direct_term_places_the_weights(sess):
     """The direct term's window, scattered into the image, against numpy (borders too)."""
-    from vidcorr.gradients import direct_window
-    from vidcorr.windows import dense
+    from vidcorr.readout.gradients import direct_window
+    from vidcorr.readout.windows import dense
 
     rng = np.random.RandomState(2)
     weights = rng.rand(50).astype(np.float32)  # K = 5

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vidcorr.config import config_from_dict
-from vidcorr.data import TripletData
+from vidcorr.model.config import config_from_dict
+from vidcorr.training.data import TripletData
 from vidcorr.errors import UserError
-from vidcorr.layered import ellipse_mask, layered_triplet, window_size
+from vidcorr.training.layered import ellipse_mask, layered_triplet, window_size
 
 FG = 255  # a constant foreground value the noise background never takes
 
@@ -122,7 +122,7 @@ def test_subpixel_triplet_moves_a_smooth_layer_by_its_fractional_velocity(rng):
     frame is sharper than the others)."""
     from scipy.ndimage import shift
 
-    from vidcorr.layered import subpixel_layered_triplet
+    from vidcorr.training.layered import subpixel_layered_triplet
 
     yy, xx = np.mgrid[0:60, 0:90].astype(np.float64)
     image = 127.5 + 100 * np.sin(xx / 6.0 + 0.3) * np.cos(yy / 8.0)
@@ -164,7 +164,7 @@ def test_data_config_supersample_feeds_subpixel_layers(tmp_path):
 @pytest.mark.parametrize("power", [1.0, 2.0, 3.0])
 def test_velocity_distribution_against_its_closed_form(power):
     """P(|v| <= k) = (k + 1/2) / (m + 1/2) to the power 1/p (uniform on {-m..m} at p = 1)."""
-    from vidcorr.layered import random_velocity
+    from vidcorr.training.layered import random_velocity
 
     rng = np.random.RandomState(5)
     m = 6

@@ -1,10 +1,10 @@
-"""Tests of vidcorr.layers against numpy convolutions."""
+"""Tests of vidcorr.model.layers against numpy convolutions."""
 
 import numpy as np
 import pytest
 
 from tests import reference as ref
-from vidcorr import layers
+from vidcorr.model import layers
 from vidcorr.compat import tf
 
 

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from vidcorr.compat import tf
-from vidcorr.losses import psnr, psnr_numpy, reconstruction_loss, reconstruction_loss_numpy
+from vidcorr.model.losses import (census_loss, census_loss_numpy, gradient_loss, gradient_loss_numpy,
+                                   psnr, psnr_numpy, reconstruction_loss,
+                                   reconstruction_loss_numpy, training_loss)
 
 
 @pytest.mark.parametrize("kind", ["l1", "l2", "charbonnier"])
@@ -26,3 +28,59 @@ def test_psnr_closed_form(sess):
                                rtol=1e-5)
     with pytest.raises(ValueError, match="loss"):
         reconstruction_loss_numpy(pred, target, "l3")
+
+
+def test_gradient_loss_closed_form(sess):
+    # A horizontal ramp of slope 0.1 against a constant image: every horizontal difference
+    # is 0.1 off and every vertical one agrees, so the loss is 0.1 exactly.
+    ramp = np.tile(0.1 * np.arange(6, dtype=np.float32)[None, None, :, None], (2, 5, 1, 3))
+    flat = np.full_like(ramp, 0.3)
+    got = sess.run(gradient_loss(tf.constant(ramp), tf.constant(flat)))
+    np.testing.assert_allclose(got, 0.1, rtol=1e-5)
+    np.testing.assert_allclose(gradient_loss_numpy(ramp, flat), 0.1, rtol=1e-9)
+    # A brightness offset changes no difference: no loss, where L1 sees one.
+    np.testing.assert_allclose(sess.run(gradient_loss(tf.constant(ramp), tf.constant(ramp + 0.2))),
+                               0.0, atol=1e-6)
+
+
+def test_census_loss_against_an_explicit_loop(sess, rng):
+    a = rng.rand(2, 9, 10, 3).astype(np.float32)
+    b = rng.rand(2, 9, 10, 3).astype(np.float32)
+
+    def signature(img, y, x):  # one pixel's 48 soft signs, written out from the definition
+        grey = img.mean(axis=2) * 255.0
+        out = []
+        for dy in range(-3, 4):
+            for dx in range(-3, 4):
+                if dy or dx:
+                    d = grey[y + dy, x + dx] - grey[y, x]
+                    out.append(d / np.sqrt(0.81 + d * d))
+        return np.array(out)
+
+    total = []
+    for i in range(2):
+        for y in range(3, 6):
+            for x in range(3, 7):
+                e = signature(a[i].astype(np.float64), y, x) - signature(b[i].astype(np.float64), y, x)
+                total.append(e ** 2 / (0.1 + e ** 2))
+    expected = np.mean(total)
+    np.testing.assert_allclose(census_loss_numpy(a, b), expected, rtol=1e-9)
+    np.testing.assert_allclose(sess.run(census_loss(tf.constant(a), tf.constant(b))), expected,
+                               rtol=1e-4)
+    # Invariant to a brightness offset, not to a change of texture.
+    assert sess.run(census_loss(tf.constant(a), tf.constant(a + 0.1))) < 1e-6
+    assert expected > 0.1
+
+
+def test_training_loss_adds_the_weighted_terms(sess, rng):
+    from vidcorr.model.config import TrainConfig
+
+    a = rng.rand(1, 12, 12, 3).astype(np.float32)
+    b = rng.rand(1, 12, 12, 3).astype(np.float32)
+    config = TrainConfig(loss="l2", gradient_weight=0.5, census_weight=2.0)
+    expected = (reconstruction_loss_numpy(a, b, "l2") + 0.5 * gradient_loss_numpy(a, b)
+                + 2.0 * census_loss_numpy(a, b))
+    got = sess.run(training_loss(tf.constant(a), tf.constant(b), config))
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    plain = sess.run(training_loss(tf.constant(a), tf.constant(b), TrainConfig()))
+    np.testing.assert_allclose(plain, reconstruction_loss_numpy(a, b, "l1"), rtol=1e-5)

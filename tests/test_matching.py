@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from vidcorr.errors import UserError
-from vidcorr.matching import Matcher, Matches, centroid_peaks, refine_peaks, to_rgb_float
-from vidcorr.synthetic import moving_triplet
+from vidcorr.readout.matching import Matcher, Matches, centroid_peaks, refine_peaks, to_rgb_float
+from vidcorr.training.synthetic import moving_triplet
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -152,7 +152,7 @@ def test_matches_save_load_and_flow(tmp_path):
 
 
 def test_list_pairs_from_a_list_a_folder_and_a_video(tmp_path):
-    from vidcorr.correspond import list_pairs
+    from vidcorr.apps.correspond import list_pairs
 
     folder = tmp_path / "frames"
     folder.mkdir()
@@ -205,7 +205,7 @@ def _correspond(args):
 
 
 def test_correspond_script_writes_all_outputs(random_checkpoint, tmp_path):
-    from vidcorr.flowio import read_flo, read_kitti_flow
+    from vidcorr.io.flowio import read_flo, read_kitti_flow
     a, b = _write_pair(tmp_path)
     out = tmp_path / "out"
     proc = _correspond([a, b, "--checkpoint", random_checkpoint, "--stride", "8", "--out",
@@ -326,7 +326,7 @@ def test_array_contract(tmp_path):
 
 def test_shards_cover_a_pairs_list_once_and_reruns_skip_finished_pairs(random_checkpoint,
                                                                        tmp_path):
-    from vidcorr.correspond import parse_shard, shard_pairs
+    from vidcorr.apps.correspond import parse_shard, shard_pairs
 
     items = list(range(7))
     shards = [shard_pairs(items, (k, 3)) for k in (1, 2, 3)]

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from vidcorr.groundtruth import GroundTruth, from_disparity
-from vidcorr.metrics import coverage_accuracy, dense_to_matches, endpoint_errors, \
+from vidcorr.evaluation.groundtruth import GroundTruth, from_disparity
+from vidcorr.evaluation.metrics import coverage_accuracy, dense_to_matches, endpoint_errors, \
     match_metrics, ssim
 
 

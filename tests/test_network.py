@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from vidcorr.compat import tf
-from vidcorr.network import NetworkSpec, forward_flops, mind, pad_to_multiple
-from vidcorr.spec import channel_plan
+from vidcorr.model.network import NetworkSpec, forward_flops, mind, pad_to_multiple
+from vidcorr.model.spec import channel_plan
 
 BN = ["gamma", "beta", "moving_mean", "moving_variance"]
 
@@ -128,7 +128,7 @@ def test_residual_average_adds_the_frame_average(sess, rng):
 def test_layer_plan_is_what_the_graph_builds(sess, spec):
     """Every planned layer's weights exist with the planned channels and the planned
     output size (read from the graph), and nothing else has weights."""
-    from vidcorr.spec import CHANNEL_AXIS, layer_plan
+    from vidcorr.model.spec import CHANNEL_AXIS, layer_plan
 
     mind(tf.zeros([1, 40, 72, 6]), False, spec=spec)
     weights = {v.op.name[len("mind/"):-len("/weights")]: v.shape.as_list()
@@ -154,7 +154,7 @@ def test_config_loads_without_tensorflow():
     import sys
 
     root = os.path.join(os.path.dirname(__file__), "..")
-    code = ("import sys; from vidcorr.config import load_config; from vidcorr.spec import "
+    code = ("import sys; from vidcorr.model.config import load_config; from vidcorr.model.spec import "
             "layer_plan; c = load_config('configs/cpu_small.json'); "
             "layer_plan(c.model.network_spec(), 64, 64); "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from vidcorr.errors import UserError
-from vidcorr.gradients import grid_points
-from vidcorr.matching import Matcher
-from vidcorr.pyramid import build_pyramid, densify, levels_that_fit, sample_field, \
+from vidcorr.readout.pyramid import grid_points
+from vidcorr.readout.matching import Matcher
+from vidcorr.readout.pyramid import build_pyramid, densify, levels_that_fit, sample_field, \
     upsample_exact, upsample_field, upsampled_size, warp
-from vidcorr.video import read_image
+from vidcorr.io.video import read_image
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 MODEL_TOLERANCE = 2.0  # px; the packaged model's median error on this pair measured 1.42 px

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from tests import reference as ref
-from vidcorr import layers
-from vidcorr.batchnorm import batch_norm
+from vidcorr.model import layers
+from vidcorr.model.batchnorm import batch_norm
 from vidcorr.compat import tf
-from vidcorr.quantize import fake_quant, quantize_transform
+from vidcorr.model.quantize import fake_quant, quantize_transform
 
 
 def _stack(x, quantize, num_bits=8):

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from vidcorr.compat import tf
-from vidcorr.config import load_config
+from vidcorr.model.config import load_config
 from vidcorr.errors import UserError
-from vidcorr.spec import layer_plan
-from vidcorr.training import Trainer
+from vidcorr.model.spec import layer_plan
+from vidcorr.training.trainer import Trainer
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -98,7 +98,7 @@ def test_num_devices_must_divide_the_batch(tmp_path):
 
 
 def test_sharded_matching_on_two_devices_equals_one(random_kernel_checkpoint, rng):
-    from vidcorr.matching import Matcher
+    from vidcorr.readout.matching import Matcher
 
     a = rng.rand(32, 64, 3).astype(np.float32)
     b = np.roll(a, 2, axis=1)

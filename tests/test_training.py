@@ -9,12 +9,12 @@ import time
 import numpy as np
 import pytest
 
-from vidcorr import checkpoints
+from vidcorr.io import checkpoints
 from vidcorr.compat import tf
-from vidcorr.config import load_config
-from vidcorr.data import TripletData
+from vidcorr.model.config import load_config
+from vidcorr.training.data import TripletData
 from vidcorr.errors import UserError
-from vidcorr.training import Trainer, TrainingDiverged, train
+from vidcorr.training.trainer import Trainer, TrainingDiverged, train
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 TINY = os.path.join(ROOT, "configs", "tiny_test.json")
@@ -70,7 +70,7 @@ def test_resume_continues_step_and_restores_weights(tmp_path):
 
 def test_resume_from_a_checkpoint_without_optimizer_state(tmp_path):
     """An exported model as the run: the network and step come back, Adam starts afresh."""
-    from vidcorr.export import export_model
+    from vidcorr.apps.export import export_model
 
     config = _quick(tmp_path, steps=4, checkpoint_every=4, validate_every=100)
     train(config, progress=False, log=lambda m: None)
@@ -205,8 +205,8 @@ def test_sigterm_saves_a_loadable_checkpoint(tmp_path):
 
 @pytest.mark.parametrize("schedule", ["constant", "exponential", "cosine"])
 def test_learning_rate_schedules_closed_form(sess, schedule):
-    from vidcorr.config import TrainConfig
-    from vidcorr.training import learning_rate
+    from vidcorr.model.config import TrainConfig
+    from vidcorr.training.trainer import learning_rate
 
     t = TrainConfig(learning_rate=0.01, lr_schedule=schedule, steps=1000, lr_decay_steps=300,
                     lr_decay_rate=0.5, min_lr_ratio=0.1)

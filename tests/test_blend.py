@@ -1,0 +1,161 @@
+"""Tests of the blend-weight read-out (vidcorr.readout.blend) against closed forms."""
+
+import os
+
+import numpy as np
+import pytest
+
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.readout.blend import BlendGraph, blend_confidence
+from vidcorr.readout.inference import find_model, fold_batch_norm
+from vidcorr.readout.matching import DEFAULT_MODEL, Matcher
+
+K = 5  # the random kernel checkpoint's kernel size (tests/conftest.py)
+
+
+def _taps(k=K):
+    """One frame's tap offsets (dx, dy) in logit order, written out by hand."""
+    r = k // 2
+    return np.array([(dx, dy) for dy in range(-r, r + 1) for dx in range(-r, r + 1)], float)
+
+
+def _constant_logits_weights(checkpoint, logits):
+    """The folded weights of ``checkpoint`` with the head's 1x1 conv zeroed and its biases set
+    to ``logits``: every pixel then blends with ``softmax(logits)``, whatever the input."""
+    _, spec, values = find_model(checkpoint)
+    weights = fold_batch_norm(values)
+    weights["mind/output/weights"] = np.zeros_like(weights["mind/output/weights"])
+    weights["mind/output/biases"] = np.asarray(logits, np.float32)
+    return spec, weights
+
+
+def _save_weights(values, path):
+    """A checkpoint holding ``values`` ({variable name: array}) as they are."""
+    graph = tf.Graph()
+    with graph.as_default():
+        variables = [tf.Variable(v, name=n) for n, v in sorted(values.items())]
+        with tf.Session() as sess:
+            sess.run(tf.variables_initializer(variables))
+            tf.train.Saver(variables).save(sess, path)
+    return path
+
+
+def test_statistics_equal_the_closed_form_at_every_pixel(random_kernel_checkpoint, rng):
+    logits = rng.randn(2 * K * K).astype(np.float32)
+    spec, weights = _constant_logits_weights(random_kernel_checkpoint, logits)
+    graph = BlendGraph(spec, 32, 64, weights)
+    res = graph.run(rng.rand(32, 64, 3), rng.rand(32, 64, 3))
+    graph.close()
+    w = np.exp(logits - logits.max())
+    w = (w / w.sum()).reshape(2, K * K)  # [frame, tap]
+    taps = _taps()
+    mass = w.sum(axis=1)
+    centroid = (w[:, :, None] * taps).sum(axis=1) / mass[:, None]  # [2, (dx, dy)]
+    best = w.argmax(axis=1)
+    local = []
+    for f in range(2):
+        near = np.abs(taps - taps[best[f]]).max(axis=1) <= 1  # the 3x3 taps around the best
+        local.append((w[f, near, None] * taps[near]).sum(axis=0) / w[f, near].sum())
+    for name, expected in (("centroid", centroid), ("local", np.array(local)),
+                           ("argmax", taps[best]), ("mass", mass),
+                           ("peak", w.max(axis=1) / mass)):
+        got = res[name]
+        assert got.shape[:2] == (32, 64), name
+        np.testing.assert_allclose(got, np.broadcast_to(expected, got.shape), rtol=1e-4,
+                                   atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(blend_confidence(res["peak"], res["mass"]),
+                               (w.max(axis=1) / mass).min() * 2 * mass.min() / mass.sum(),
+                               rtol=1e-4)
+
+
+def test_temperature_divides_the_logits(random_kernel_checkpoint, rng):
+    logits = rng.randn(2 * K * K).astype(np.float32)
+    spec, weights = _constant_logits_weights(random_kernel_checkpoint, logits)
+    graph = BlendGraph(spec, 32, 32, weights, temperature=2.0)
+    res = graph.run(rng.rand(32, 32, 3), rng.rand(32, 32, 3))
+    graph.close()
+    w = np.exp(logits / 2.0)
+    w = (w / w.sum()).reshape(2, K * K)
+    np.testing.assert_allclose(res["mass"][5, 7], w.sum(axis=1), rtol=1e-4)
+
+
+def test_sharp_one_hot_head_kernel_equals_sensitivity_argmax(random_kernel_checkpoint, rng,
+                                                             tmp_path):
+    # A head whose logits are one-hot (a tap of each frame) and constant: its output is
+    # 0.5 frame_t(p + d1) + 0.5 frame_t2(p + d3), so the exact sensitivity peaks there too.
+    d1, d3 = (2, -1), (-2, 1)  # (dx, dy)
+    taps = [tuple(t) for t in _taps().astype(int)]
+    logits = np.full(2 * K * K, -60.0, np.float32)
+    logits[taps.index(d1)] = logits[K * K + taps.index(d3)] = 60.0
+    _, values = find_model(random_kernel_checkpoint)[1:]
+    values = dict(values)
+    values["mind/output/weights"] = np.zeros_like(values["mind/output/weights"])
+    values["mind/output/biases"] = logits
+    path = _save_weights(values, str(tmp_path / "model.ckpt"))
+    a, b = rng.rand(40, 72, 3), rng.rand(40, 72, 3)  # reflection-padded on every side
+    out = {}
+    for readout in ("kernel", "sensitivity"):  # one read-out each: a single pass
+        matcher = Matcher(path, levels=1, readout=readout, min_confidence=0, chunk=16, passes=1)
+        out[readout] = matcher.match(a, b, stride=4)
+        matcher.close()
+    grid = out["kernel"].grid
+    inner = ((grid[:, 0] >= 4) & (grid[:, 0] < 68) & (grid[:, 1] >= 4) & (grid[:, 1] < 36))
+    for m in out.values():
+        np.testing.assert_allclose(m.p1[inner], grid[inner] + d1, atol=1e-3)
+        np.testing.assert_allclose(m.p3[inner], grid[inner] + d3, atol=1e-3)
+    # At the border too: a tap in the mirrored padding names the pixel it shows.
+    np.testing.assert_allclose(out["kernel"].p1, out["sensitivity"].p1, atol=1e-3)
+    np.testing.assert_allclose(out["kernel"].p3, out["sensitivity"].p3, atol=1e-3)
+
+
+def _example_crop(dx, height=128, width=256):
+    from vidcorr.readout.matching import to_rgb_float
+    root = os.path.join(os.path.dirname(__file__), "..", "examples")
+    image = to_rgb_float(os.path.join(root, "cockatoo_262.png"))
+    y0, x0 = 0, 64  # the sample frame is 384x128: a quarter of the crop is still 32 rows
+    return image[y0:y0 + height, x0 + dx:x0 + dx + width]
+
+
+@pytest.mark.skipif(not os.path.isdir(DEFAULT_MODEL), reason="no packaged default model")
+def test_pyramid_with_the_kernel_readout_recovers_a_24_pixel_translation():
+    # The middle frame is the crop at x0; frame t shows its pixel p at p - 12, frame t+2 at
+    # p + 12 (24 px from t to t+2, three times the kernel's reach per frame step).
+    frame_t, frame_t2 = _example_crop(12), _example_crop(-12)
+    errors = {}
+    for levels in (1, 3):
+        matcher = Matcher(readout="kernel", levels=levels, min_confidence=0)
+        matches = matcher.match(frame_t, frame_t2, stride=4)
+        if levels == 3:
+            ops = len(matcher.blend_graph_for(128, 256).graph.get_operations())
+            matcher.match(frame_t, frame_t2, stride=4)  # cached: nothing new is built
+            assert len(matcher.blend_graph_for(128, 256).graph.get_operations()) == ops
+            assert len(matcher._graphs) == 0  # and no sensitivity graph at all
+        matcher.close()
+        g = matches.grid
+        inner = (g[:, 0] >= 16) & (g[:, 0] < 240) & (g[:, 1] >= 8) & (g[:, 1] < 120)
+        errors[levels] = (np.hypot(*(matches.p1 - (g - [12, 0])).T)[inner],
+                          np.hypot(*(matches.p3 - (g + [12, 0])).T)[inner])
+    # Coarse to fine, each frame's position is within a pixel (median), where one level,
+    # whose kernel reaches 4 px per frame step, cannot find the motion.
+    assert max(np.median(e) for e in errors[3]) < 1.0, [np.median(e) for e in errors[3]]
+    assert min(np.median(e) for e in errors[1]) > 4.0, [np.median(e) for e in errors[1]]
+
+
+def test_bad_readout_options_are_one_line_errors(random_kernel_checkpoint):
+    for kwargs, message in (({"readout": "blend"}, "readout must be one of sensitivity, kernel"),
+                            ({"statistic": "mean"}, "statistic must be one of"),
+                            ({"temperature": 0}, "temperature must be a positive number"),
+                            ({"smooth": -1}, "smooth must be an integer >= 0"),
+                            ({"passes": 0}, "passes must be an integer >= 1"),
+                            ({"sigma": -1}, "sigma must be a number >= 0")):
+        with pytest.raises(UserError, match=message) as err:
+            Matcher(random_kernel_checkpoint, **kwargs)
+        assert "\n" not in str(err.value)
+
+
+def test_a_network_without_a_kernel_head_refuses_the_kernel_readout(random_checkpoint):
+    with pytest.raises(UserError, match="needs a network with a kernel head") as err:
+        Matcher(random_checkpoint, readout="kernel")
+    assert "\n" not in str(err.value) and "sensitivity" in str(err.value)
+    Matcher(random_checkpoint, readout="sensitivity").close()  # the exact read-out still works

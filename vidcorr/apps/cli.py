@@ -1,0 +1,303 @@
+"""The command-line programs: ``vidcorr-train``, ``vidcorr-correspond``, ``vidcorr-evaluate``
+and ``vidcorr-export`` (console entry points), also run as ``python scripts/X.py``.
+
+Each parses its arguments, calls the library and turns user errors into one
+line and an exit code (:func:`vidcorr.errors.run_cli`). TensorFlow is imported
+only after the arguments are parsed, inside :func:`vidcorr.quiet.quiet_stderr`,
+so its native start-up lines are not shown unless ``--verbose`` is given.
+"""
+
+import argparse
+import inspect
+import os
+import sys
+
+from vidcorr.readout.budget import DEFAULT_MAX_SECONDS
+from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE
+from vidcorr.errors import UserError, run_cli
+from vidcorr.evaluation.peers import PEERS
+from vidcorr.readout.options import DEFAULT_READOUT, READOUTS
+from vidcorr.readout.pyramid import DEFAULT_LEVELS, UPSAMPLES
+from vidcorr.quiet import quiet_stderr
+
+__all__ = ["train_main", "correspond_main", "evaluate_main", "export_main"]
+
+
+def train_main(argv=None):
+    """Train the MIND interpolation network: python scripts/train.py --config configs/X.json"""
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(train_main.__doc__))
+    parser.add_argument("--config", required=True, help="JSON config file")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in train.run_dir from its latest checkpoint")
+    parser.add_argument("--run-dir", help="override train.run_dir")
+    parser.add_argument("--steps", type=int, help="override train.steps")
+    parser.add_argument("--init-from", help="override train.init_from (checkpoint or run dir)")
+    parser.add_argument("--devices", type=int,
+                        help="override train.num_devices: data-parallel towers, one per GPU "
+                             "(or per virtual CPU device without GPUs)")
+    parser.add_argument("--cluster", help="JSON file {\"ps\": [...], \"worker\": [...]} of "
+                                          "host:port (or set TF_CONFIG): multi-worker training")
+    parser.add_argument("--job-name", choices=("ps", "worker"), help="this process's job")
+    parser.add_argument("--task-index", type=int, help="this process's index in its job")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
+    args = parser.parse_args(argv)
+    args.hard_exit = False
+    with quiet_stderr(not args.verbose):
+        code = _train(args)
+    if args.hard_exit:  # a TF 1.15 chief whose session cannot close (vidcorr.training.distributed)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _train(args):
+    from vidcorr.model.config import load_config
+    from vidcorr.training.trainer import Trainer, TrainingDiverged
+
+    def work():
+        distributed = args.cluster or args.job_name or os.environ.get("TF_CONFIG")
+        if distributed:
+            from vidcorr.training.distributed import (DistributedTrainer, read_cluster,
+                                             run_parameter_server)
+            cluster, job, index = read_cluster(args.cluster, args.job_name, args.task_index)
+        config = load_config(args.config)
+        overrides = {k: v for k, v in (("run_dir", args.run_dir), ("steps", args.steps),
+                                       ("init_from", args.init_from),
+                                       ("num_devices", args.devices)) if v is not None}
+        if overrides:
+            config = config.replace(train=overrides)
+        if not distributed:
+            return Trainer(config, resume=args.resume, progress=not args.no_progress).run()
+        if job == "ps":
+            run_parameter_server(cluster, index, log=lambda m: print(m, file=sys.stderr))
+            return None
+        trainer = DistributedTrainer(config, cluster, index, resume=args.resume,
+                                     progress=not args.no_progress)
+        try:
+            return trainer.run()
+        finally:
+            args.hard_exit = trainer.hard_exit
+
+    code, results = run_cli(work, errors=(UserError, TrainingDiverged),
+                            interrupted="interrupted before training started; nothing was saved")
+    if code or results is None:
+        return code
+    if results["interrupted"] and results.get("checkpoint") is None:
+        print("worker interrupted at step %d (signal %d); start it again to rejoin"
+              % (results["step"], results["signal"]), file=sys.stderr)
+        return 128 + results["signal"]
+    if results["interrupted"]:  # saved, but not finished: a scheduler must be able to tell
+        print("interrupted at step %d (signal %d); saved %s; resume with --resume"
+              % (results["step"], results["signal"], results["checkpoint"]), file=sys.stderr)
+        return 128 + results["signal"]
+    if results.get("checkpoint") is None:  # a worker other than the chief
+        print("done: step %d (the chief saves and validates)" % results["step"])
+        return 0
+    print("done: step %d, validation PSNR %.2f dB vs frame average %.2f dB, checkpoint %s"
+          % (results["step"], results["val_psnr"], results["baseline_psnr"],
+             results["checkpoint"]))
+    return 0
+
+
+
+def correspond_main(argv=None):
+    """Find matches between frames with a trained MIND network.
+
+      python scripts/correspond.py FRAME_T FRAME_T2 [--checkpoint RUN] [--out DIR]
+      python scripts/correspond.py --pairs LIST.txt      (one "frame_t frame_t2" per line)
+      python scripts/correspond.py --frames DIR --gap 2  (consecutive frames of a folder)
+      python scripts/correspond.py --video FILE --start 100 --count 3 --gap 2
+
+    Per pair it writes NAME.npz, NAME.txt (a table), NAME.flo and NAME_kitti.png
+    (sparse flow t -> t+2) and NAME.png (a picture) into the output folder."""
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(correspond_main.__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("images", nargs="*", help="two images: frame t and frame t+2")
+    parser.add_argument("--pairs", help="text file, one 'frame_t frame_t2' pair per line")
+    parser.add_argument("--frames", help="folder of frames; pairs (i, i + gap)")
+    parser.add_argument("--video", help="video file (or pkg:PACKAGE/path); pairs from --start")
+    parser.add_argument("--start", type=int, default=0, help="first frame index for --video")
+    parser.add_argument("--count", type=int, default=1, help="number of pairs from --video")
+    parser.add_argument("--gap", type=int, default=2,
+                        help="frame gap for --frames and --video (default 2)")
+    parser.add_argument("--checkpoint", help="run directory or checkpoint prefix "
+                                             "(default: the packaged model)")
+    parser.add_argument("--stride", type=int, default=4, help="grid stride in pixels")
+    parser.add_argument("--max-size", type=int, help="downscale pairs whose longer side exceeds "
+                                                     "this; matches are mapped back")
+    parser.add_argument("--levels", type=int, default=DEFAULT_LEVELS,
+                        help="pyramid levels of the coarse-to-fine read-out; 1 reads out at "
+                             "full size only (default %(default)s)")
+    parser.add_argument("--upsample", type=int, default=1, choices=UPSAMPLES,
+                        help="also read out at 2 or 4 times the size after the finest level: "
+                             "sub-pixel motion, 3-4x the time with 2 (default 1: none)")
+    parser.add_argument("--readout", choices=READOUTS, default=DEFAULT_READOUT,
+                        help="sensitivity: the exact read-out, a backward pass per grid point; "
+                             "kernel: the kernel head's blend weights, one forward pass per "
+                             "level for every pixel (default %(default)s)")
+    parser.add_argument("--consistency", action="store_true",
+                        help="keep only matches that agree with the swapped pair")
+    parser.add_argument("--memory-mb", type=int, default=1024,
+                        help="memory budget of a batched backward pass")
+    parser.add_argument("--devices", type=int, default=1,
+                        help="spread each read-out over N devices (GPUs, or virtual CPU "
+                             "devices without them)")
+    parser.add_argument("--min-confidence", type=float, default=DEFAULT_MIN_CONFIDENCE,
+                        help="mark matches below this confidence invalid (peak ratio times "
+                             "texture; default %(default)s)")
+    parser.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS,
+                        help="refuse pairs estimated to take longer (0: no limit; default "
+                             "%(default)s)")
+    parser.add_argument("--out", default="matches", help="output folder")
+    parser.add_argument("--shard", help="K/N: match only every N-th pair from the K-th, so N "
+                                        "processes or machines share a workload")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="redo pairs whose outputs already exist (default: skip them)")
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
+    args = parser.parse_args(argv)
+    if args.max_size is not None and args.max_size < 32:
+        parser.error("--max-size must be at least 32, got %d" % args.max_size)
+    if not 0 <= args.min_confidence <= 1:
+        parser.error("--min-confidence must be in [0, 1], got %g" % args.min_confidence)
+    if args.max_seconds < 0:
+        parser.error("--max-seconds must be >= 0, got %g" % args.max_seconds)
+    with quiet_stderr(not args.verbose):
+        return _correspond(args)
+
+
+def _correspond(args):
+    from vidcorr.apps.correspond import correspond_pairs, list_pairs, parse_shard
+
+    def work():
+        shard = parse_shard(args.shard) if args.shard else None
+        pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
+                           args.start, args.count)
+        return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
+                                stride=args.stride, max_size=args.max_size,
+                                consistency=args.consistency, memory_mb=args.memory_mb,
+                                progress=not args.no_progress, levels=args.levels,
+                                upsample=args.upsample, readout=args.readout,
+                                min_confidence=args.min_confidence,
+                                max_seconds=args.max_seconds, shard=shard,
+                                devices=args.devices,
+                                overwrite=args.overwrite,
+                                log=lambda m: print(m, file=sys.stderr))
+
+    code, written = run_cli(work)
+    if code:
+        return code
+    for name, count, seconds in written:
+        print("%s: %d matches in %.1f s" % (name, count, seconds))
+    return 0
+
+
+
+def evaluate_main(argv=None):
+    """Evaluate matches against ground truth, side by side with classic matchers.
+
+      vidcorr-evaluate [--checkpoint RUN ...] [--untrained 0.25] [--pairs motorcycle,grove3]
+      vidcorr-evaluate --checkpoint RUN --gt-pair IMG1 IMG2 GROUND_TRUTH [--gt-kind disparity]
+
+    Each pair is downscaled to --width columns (384; the ground truth scaled with
+    it). vidcorr and the dense peers are scored at the same grid points (--stride),
+    SIFT on its own keypoints. With a trained checkpoint (or --config), the
+    network's middle frame is also scored on held-out triplets of its data config
+    against the frame average and DIS midpoint warping. Writes OUT.md, OUT.json and
+    OUT.png. The peers need the eval extra: pip install -e .[eval]"""
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(evaluate_main.__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", action="append", default=[],
+                        help="run directory or checkpoint prefix, optionally LABEL=PATH "
+                             "(repeatable; default: the packaged model)")
+    parser.add_argument("--untrained", type=float, action="append", default=[],
+                        metavar="WIDTH", help="also score an untrained network of this width")
+    parser.add_argument("--pairs", default="motorcycle,grove3",
+                        help="built-in pairs, comma-separated ('' for none)")
+    parser.add_argument("--gt-pair", nargs=3, action="append", default=[],
+                        metavar=("IMG1", "IMG2", "GT"), help="a pair with its ground truth")
+    parser.add_argument("--gt-kind", choices=("flow", "disparity"),
+                        help="ground-truth kind for --gt-pair (default: by file)")
+    parser.add_argument("--gt-scale", type=float, help="disparity divisor (PNG default 256)")
+    parser.add_argument("--methods", default=",".join(PEERS),
+                        help="peers, comma-separated (default: %(default)s)")
+    parser.add_argument("--stride", type=int, default=4, help="grid stride")
+    parser.add_argument("--levels", default="",
+                        help="pyramid levels of vidcorr's coarse-to-fine read-out; a comma list "
+                             "(e.g. 1,3) scores each model at each (default: the Matcher's)")
+    parser.add_argument("--upsample", default="1",
+                        help="vidcorr's finer read-out at 2 or 4 times the size; a comma list "
+                             "(e.g. 1,2) scores each model with each (default: 1, none)")
+    parser.add_argument("--readout", default="",
+                        help="vidcorr's read-out, sensitivity or kernel; a comma list scores "
+                             "each model with each (default: the Matcher's)")
+    parser.add_argument("--width", type=int, default=384,
+                        help="downscale pairs to this width (0: full size)")
+    parser.add_argument("--config", help="data config for the interpolation scores "
+                                         "(default: the first checkpoint's run config)")
+    parser.add_argument("--no-interpolation", action="store_true",
+                        help="skip the middle-frame PSNR/SSIM scores")
+    parser.add_argument("--out", default="evaluation/eval", help="output prefix")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
+    args = parser.parse_args(argv)
+    try:
+        levels = tuple(int(n) for n in args.levels.split(",") if n.strip()) or (None,)
+    except ValueError:
+        parser.error("--levels: expected integers like 3 or 1,3, got %r" % args.levels)
+    try:
+        upsamples = tuple(int(n) for n in args.upsample.split(",") if n.strip()) or (1,)
+    except ValueError:
+        parser.error("--upsample: expected integers like 2 or 1,2, got %r" % args.upsample)
+    readouts = tuple(r.strip() for r in args.readout.split(",") if r.strip()) or (None,)
+    for r in readouts:
+        if r not in READOUTS:
+            parser.error("--readout: expected %s or a comma list of them, got %r"
+                         % (" or ".join(READOUTS), args.readout))
+    with quiet_stderr(not args.verbose):
+        return _evaluate(args, levels, upsamples, readouts)
+
+
+def _evaluate(args, levels, upsamples, readouts):
+    from vidcorr.evaluation.evaluate import run_evaluation
+
+    code, text = run_cli(lambda: run_evaluation(
+            checkpoints=args.checkpoint, untrained=args.untrained,
+            builtin=[p for p in args.pairs.split(",") if p.strip()], gt_pairs=args.gt_pair,
+            gt_kind=args.gt_kind, gt_scale=args.gt_scale,
+            methods=[m for m in args.methods.split(",") if m.strip()], stride=args.stride,
+            width=args.width, data_config=args.config,
+            interpolation=not args.no_interpolation, out=args.out,
+            progress=not args.no_progress, levels=levels, upsamples=upsamples,
+            readouts=readouts))
+    if code:
+        return code
+    print(text)
+    print("wrote %s.md, %s.json and %s.png" % (args.out, args.out, args.out))
+    return 0
+
+
+
+def export_main(argv=None):
+    """Export a trained run as a model folder with a card (e.g. the packaged default model).
+
+      python scripts/export_model.py --run runs/cpu_small --out vidcorr/models/default \
+          [--evaluation evaluation/default.json] [--notes "..."]"""
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(export_main.__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", required=True, help="run directory or checkpoint prefix")
+    parser.add_argument("--out", required=True, help="model folder to write")
+    parser.add_argument("--evaluation", help="evaluate.py JSON report to put in the card")
+    parser.add_argument("--notes", default="", help="free text for the card")
+    parser.add_argument("--no-interpolation", action="store_true",
+                        help="do not measure validation PSNR/SSIM for the card")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
+    args = parser.parse_args(argv)
+    with quiet_stderr(not args.verbose):
+        from vidcorr.apps.export import export_model
+        code, _ = run_cli(lambda: export_model(args.run, args.out, args.evaluation, args.notes,
+                                               interpolation=not args.no_interpolation))
+    return code
+

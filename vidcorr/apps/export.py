@@ -1,0 +1,173 @@
+"""Exporting a trained run as a small, self-describing model folder (the packaged default).
+
+:func:`export_model` copies the network's variables of a run's checkpoint
+(no optimizer state) into a new folder with its own relative ``checkpoint``
+file, the run's ``config.json`` and a ``card.json`` describing the model: the
+config, the data it saw, its training steps, its validation PSNR against the
+frame average and DIS midpoint warping (measured here on the config's
+held-out triplets), and, when given, the evaluation table written by
+``scripts/evaluate.py``. :class:`vidcorr.Matcher` loads such a folder like any
+run directory; ``vidcorr/models/default`` is one.
+"""
+
+import datetime
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from vidcorr.io import checkpoints
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.readout.inference import checkpoint_values, run_config
+
+__all__ = ["export_model", "CARD_FILE", "MAX_MODEL_MB"]
+
+CARD_FILE = "card.json"
+MAX_MODEL_MB = 25.0
+# Everything an export writes; a folder holding anything else is not replaced.
+_EXPORT_FILE = re.compile(r"^(card\.json|config\.json|checkpoint|"
+                          r"model\.ckpt-\d+\.(index|data-\d+-of-\d+))$")
+
+
+def _check_out(out, prefix):
+    """Refuses an ``out`` whose replacement would lose anything but an earlier export.
+
+    Raises:
+      UserError: if ``out`` is the run (or holds the checkpoint) being exported, is
+        a file, or is a non-empty folder that is not an earlier export (a
+        training run: checkpoints, optimizer state, events).
+    """
+    target = os.path.realpath(out)
+    source = os.path.realpath(os.path.dirname(prefix))
+    if target == source:
+        raise UserError("--out %s is the run being exported; choose another folder" % out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UserError("--out %s exists and is not a folder" % out)
+    if not os.path.isdir(out) or not os.listdir(out):
+        return
+    names = sorted(os.listdir(out))
+    foreign = [n for n in names if not _EXPORT_FILE.match(n)]
+    if CARD_FILE not in names or foreign:
+        raise UserError("--out %s is not empty and is not an earlier export (it holds %s); "
+                        "nothing was written: choose a new folder"
+                        % (out, ", ".join((foreign or names)[:3])))
+
+
+def _save_values(values, step, prefix):
+    """Writes ``{name: array}`` and ``global_step`` as a checkpoint at ``prefix``."""
+    graph = tf.Graph()
+    with graph.as_default():
+        variables = {name: tf.Variable(value, name=name.replace("/", "_"))
+                     for name, value in sorted(values.items())}
+        variables["global_step"] = tf.Variable(step, dtype=tf.int64, name="global_step")
+        saver = tf.train.Saver(variables, save_relative_paths=True)
+        with tf.Session(graph=graph) as sess:
+            sess.run(tf.global_variables_initializer())
+            saver.save(sess, prefix)
+
+
+def _portable(path):
+    """A path for a shipped card: relative to the working directory when inside it,
+    otherwise the run folder and file name only (no paths of the exporting machine)."""
+    if not isinstance(path, str) or not os.path.isabs(path) and not path.startswith(".."):
+        return path
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, os.getcwd())
+    if not relative.startswith(".."):
+        return relative
+    return os.path.join(os.path.basename(os.path.dirname(absolute)), os.path.basename(absolute))
+
+
+def _validation_split(data):
+    if data.val_split == "video":
+        return "the last %g of the videos (%d triplets)" % (data.val_fraction, data.val_triplets)
+    return "the last %g of every video in time (%d triplets)" % (data.val_fraction,
+                                                                 data.val_triplets)
+
+
+def export_model(run, out, evaluation=None, notes="", interpolation=True, log=print):
+    """Exports a run's latest (or given) checkpoint to a model folder with a card.
+
+    Args:
+      run: run directory or checkpoint prefix (with ``config.json`` beside it).
+      out: the folder to write: new, empty, or an earlier export (replaced
+        atomically); never the run itself or another training run.
+      evaluation: optional path to an ``evaluate.py`` JSON report to embed.
+      notes: free text for the card.
+      interpolation: measure the validation PSNR/SSIM for the card.
+      log: print-like.
+
+    Returns:
+      The card as a dict.
+
+    Raises:
+      UserError: for a missing checkpoint or config, an ``out`` that is not
+        safe to replace (see above), or a model over 25 MB.
+    """
+    from vidcorr.training.data import TripletData
+    from vidcorr.evaluation.evaluate import interpolation_quality
+    from vidcorr.readout.matching import Matcher
+    prefix = checkpoints.find_checkpoint(run)
+    _check_out(out, prefix)
+    config = run_config(prefix)
+    if config is None:
+        raise UserError("%s has no config.json beside it; export needs the run's config" % prefix)
+    step = checkpoints.checkpoint_step(prefix)
+    values = checkpoint_values(prefix)
+    config = config.replace(train={"run_dir": _portable(config.train.run_dir),
+                                   "init_from": _portable(config.train.init_from)})
+    card = {
+        "name": config.name, "exported": datetime.date.today().isoformat(),
+        "source_checkpoint": _portable(prefix), "steps": step,
+        "samples_seen": step * config.train.batch_size,
+        "data": {"sources": list(config.data.sources), "max_height": config.data.max_height,
+                 "gap": config.data.gap, "crop": [config.data.crop_height, config.data.crop_width],
+                 "validation": _validation_split(config.data)},
+        "config": config.to_dict(), "notes": notes,
+    }
+    if interpolation:
+        inputs, targets = TripletData(config.data, log=log).validation_set()
+        matcher = Matcher(prefix)
+        rows = interpolation_quality({"model": matcher}, inputs, targets, log)
+        matcher.close()
+        card["validation"] = {r["method"]: {"psnr": round(r["psnr"], 3),
+                                            "ssim": None if r["ssim"] is None
+                                            else round(r["ssim"], 4)} for r in rows}
+        card["validation"]["triplets"] = int(len(inputs))
+    if evaluation:
+        try:
+            with open(evaluation) as f:
+                report = json.load(f)
+            models = report.get("meta", {}).get("models", {})
+            report.setdefault("meta", {})["models"] = {k: _portable(v) for k, v in models.items()}
+            card["evaluation"] = report
+        except (OSError, ValueError) as err:
+            raise UserError("cannot read the evaluation report %s: %s" % (evaluation, err))
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        _save_values(values, step, os.path.join(staging, "model.ckpt-%d" % step))
+        for name in os.listdir(staging):
+            if name.endswith(".meta"):
+                os.remove(os.path.join(staging, name))  # the graph is rebuilt from config.json
+        with open(os.path.join(staging, "config.json"), "w") as f:
+            json.dump(config.to_dict(), f, indent=2, sort_keys=True)
+        size_mb = sum(os.path.getsize(os.path.join(staging, n)) for n in os.listdir(staging)) / 2**20
+        card["size_mb"] = round(size_mb, 3)
+        if size_mb > MAX_MODEL_MB:
+            raise UserError("the exported model is %.1f MB, over the %g MB limit for package data"
+                            % (size_mb, MAX_MODEL_MB))
+        with open(os.path.join(staging, CARD_FILE), "w") as f:
+            json.dump(card, f, indent=2, sort_keys=True, default=float)
+        _check_out(out, prefix)  # again: the folder may have changed while we measured
+        if os.path.isdir(out):
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    finally:
+        if os.path.isdir(staging):
+            shutil.rmtree(staging)
+    log("exported %s (step %d, %.2f MB) to %s" % (prefix, step, card["size_mb"], out))
+    return card

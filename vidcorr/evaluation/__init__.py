@@ -1,0 +1,3 @@
+"""Scoring matches against ground truth: the evaluation pairs (``groundtruth``), the
+metrics, OpenCV's peers (``peers``) and the whole evaluation (``evaluate``).
+"""

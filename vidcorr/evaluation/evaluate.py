@@ -1,0 +1,332 @@
+"""Evaluation: vidcorr and classic matchers against ground truth, and interpolation quality.
+
+:func:`evaluate_matching` runs each method on each evaluation pair (downscaled
+to a fixed width, see :mod:`vidcorr.evaluation.groundtruth`) and scores it with
+:func:`vidcorr.evaluation.metrics.match_metrics`. vidcorr and the dense peers are scored
+at the same grid points (the same stride); SIFT on its own keypoints.
+Peers that cannot run here (OpenCV missing) are skipped with the reason.
+
+:func:`interpolation_quality` scores the network's middle frame on held-out
+real triplets (the validation split of a data config) by PSNR and SSIM,
+against the mean of the two frames and DIS-flow midpoint warping.
+
+:func:`write_report` writes the markdown table, a JSON file and a PNG chart.
+"""
+
+import json
+import os
+import time
+
+import numpy as np
+
+from vidcorr.evaluation import peers
+from vidcorr.errors import UserError
+from vidcorr.readout.pyramid import grid_points
+from vidcorr.evaluation.groundtruth import EVAL_WIDTH, builtin_pair, load_pair
+from vidcorr.model.losses import psnr_numpy
+from vidcorr.evaluation.metrics import COVERAGE_FRACTIONS, COVERAGE_THRESHOLDS, THRESHOLDS, \
+    dense_to_matches, match_metrics, ssim
+
+__all__ = ["evaluate_matching", "interpolation_quality", "markdown_table", "write_report",
+           "run_evaluation"]
+
+MATCH_COLUMNS = (["acc@%g" % t for t in THRESHOLDS] +
+                 ["acc@%g/%d%%" % (t, round(100 * f)) for f in COVERAGE_FRACTIONS
+                  for t in COVERAGE_THRESHOLDS] + ["median_epe", "matches", "seconds"])
+
+
+def _vidcorr_matches(matcher, pair, stride, progress=False):
+    matches = matcher.match(pair.image1, pair.image2, stride=stride, progress=progress)
+    keep = matches.valid
+    return matches.p1[keep], matches.p3[keep], matches.confidence[keep]
+
+
+def evaluate_matching(pairs, models, methods=peers.PEERS, stride=4, width=EVAL_WIDTH, log=print,
+                      progress=False):
+    """Scores vidcorr models and peers on evaluation pairs.
+
+    Args:
+      pairs: :class:`vidcorr.evaluation.groundtruth.EvalPair` objects (full size).
+      models: ``{label: Matcher}`` of vidcorr models to score.
+      methods: peer names (see :data:`vidcorr.evaluation.peers.PEERS`).
+      stride: grid stride for vidcorr and the dense peers.
+      width: the size protocol's width (0 keeps the full size).
+      log: a print-like function for progress and skipped peers.
+      progress: show vidcorr's progress bar.
+
+    Returns:
+      ``(rows, skipped)``: one dict per (pair, method) with the metrics and
+      ``seconds``; and ``{peer: reason}`` for peers that could not run.
+    """
+    unknown = [m for m in methods if m not in peers.PEERS]
+    if unknown:
+        raise UserError("unknown method(s) %s; choose from %s"
+                        % (", ".join(unknown), ", ".join(peers.PEERS)))
+    skipped = {}
+    for name in methods:
+        ok, reason = peers.peer_available(name)
+        if not ok:
+            skipped[name] = reason
+            log("skipping %s: %s" % (name, reason))
+    runnable = [m for m in methods if m not in skipped]
+    rows = []
+    for pair in pairs:
+        pair = pair.resized(width) if width else pair
+        h, w = pair.image1.shape[:2]
+        grid = grid_points(h, w, stride)
+        for label, matcher in models.items():
+            start = time.time()
+            p1, p3, conf = _vidcorr_matches(matcher, pair, stride, progress)
+            rows.append(_row(pair, label, match_metrics(p1, p3, pair.truth, grid,
+                                                        confidence=conf), start))
+            log("%s / %s: acc@5 %.3f in %.1f s" % (pair.name, label, rows[-1]["acc@5"],
+                                                    rows[-1]["seconds"]))
+        for name in runnable:
+            start = time.time()
+            if name == "sift":
+                p1, p3 = peers.sift_matches(pair.image1, pair.image2)
+                metrics = match_metrics(p1, p3, pair.truth)
+            else:
+                flow = peers.dense_flow(name, pair.image1, pair.image2)
+                p1, p3 = dense_to_matches(flow, grid)
+                metrics = match_metrics(p1, p3, pair.truth, grid)
+            rows.append(_row(pair, name, metrics, start))
+    return rows, skipped
+
+
+def _row(pair, method, metrics, start):
+    row = {"pair": pair.name, "size": "%dx%d" % (pair.image1.shape[1], pair.image1.shape[0]),
+           "method": method}
+    row.update(metrics)
+    row["seconds"] = time.time() - start
+    return row
+
+
+def interpolation_quality(models, inputs, targets, log=print):
+    """PSNR and SSIM of middle frames on held-out triplets.
+
+    Args:
+      models: ``{label: Matcher}`` whose networks predict the middle frame.
+      inputs: ``[N, H, W, 6]`` frames t and t+2 in [0, 1].
+      targets: ``[N, H, W, 3]`` true middle frames.
+      log: print-like.
+
+    Returns:
+      Rows ``{"method", "psnr", "ssim", "triplets"}``: each model, the frame
+      average, and DIS midpoint warping (skipped without OpenCV).
+    """
+    inputs, targets = np.asarray(inputs, np.float32), np.asarray(targets, np.float32)
+    predictors = {label: m.predict_batch for label, m in models.items()}
+    predictors["frame average"] = lambda x: 0.5 * (x[..., :3] + x[..., 3:])
+    ok, reason = peers.peer_available("dis")
+    if ok:
+        predictors["DIS midpoint warp"] = lambda x: np.stack(
+            [peers.midpoint_warp(p[..., :3], p[..., 3:]) for p in x])
+    else:
+        log("skipping DIS midpoint warp: %s" % reason)
+    try:
+        import skimage.metrics  # noqa: F401
+        with_ssim = True
+    except ImportError:
+        with_ssim = False
+        log("no SSIM: scikit-image is missing (pip install -e .[eval])")
+    rows = []
+    for label, predict in predictors.items():
+        preds = predict(inputs)  # [N, H, W, 3]
+        rows.append({"method": label,
+                     "psnr": float(np.mean(psnr_numpy(preds, targets))),
+                     "ssim": float(np.mean([ssim(np.clip(p, 0, 1), t)
+                                            for p, t in zip(preds, targets)]))
+                     if with_ssim else None,
+                     "triplets": int(len(inputs))})
+    return rows
+
+
+def _fmt(value, digits=3):
+    if value is None:
+        return "-"
+    if isinstance(value, (int, np.integer)):
+        return "%d" % value
+    if isinstance(value, float) and np.isnan(value):
+        return "n/a"
+    return "%.*f" % (digits, value)
+
+
+def markdown_table(rows, interpolation=None, skipped=None):
+    """The evaluation as markdown: a matching table (and an interpolation table)."""
+    lines = ["| pair | size | method | " + " | ".join(MATCH_COLUMNS) + " |",
+             "|" + "---|" * (len(MATCH_COLUMNS) + 3)]
+    for r in rows:
+        cells = [r["pair"], r["size"], r["method"]] + [
+            _fmt(r.get(c), 1 if c in ("seconds", "median_epe") else 3) for c in MATCH_COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    if skipped:
+        lines += [""] + ["Skipped %s: %s" % (k, v) for k, v in sorted(skipped.items())]
+    if interpolation:
+        lines += ["", "| middle frame | PSNR dB | SSIM | triplets |", "|---|---|---|---|"]
+        for r in interpolation:
+            lines.append("| %s | %.2f | %s | %d |" % (r["method"], r["psnr"], _fmt(r["ssim"], 4),
+                                                       r["triplets"]))
+    return "\n".join(lines) + "\n"
+
+
+def _chart(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    pairs = sorted(set(r["pair"] for r in rows))
+    fig, axes = plt.subplots(1, len(pairs), figsize=(5.5 * len(pairs), 4), squeeze=False)
+    for ax, pair in zip(axes[0], pairs):
+        sub = [r for r in rows if r["pair"] == pair]
+        xs = np.arange(len(THRESHOLDS))
+        width = 0.8 / max(1, len(sub))
+        for i, r in enumerate(sub):
+            ax.bar(xs + i * width, [r["acc@%g" % t] for t in THRESHOLDS], width,
+                   label=r["method"])
+        ax.set_xticks(xs + 0.4 - width / 2)
+        ax.set_xticklabels(["@%g px" % t for t in THRESHOLDS])
+        ax.set_ylim(0, 1)
+        ax.set_title("%s (%s)" % (pair, sub[0]["size"]))
+        ax.set_ylabel("share of matches within T px")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path + ".tmp.png", dpi=100)
+    plt.close(fig)
+    os.replace(path + ".tmp.png", path)
+
+
+def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, log=print):
+    """Writes ``PREFIX.md``, ``PREFIX.json`` and ``PREFIX.png`` (atomically).
+
+    Returns:
+      The markdown text.
+    """
+    folder = os.path.dirname(os.path.abspath(out_prefix))
+    os.makedirs(folder, exist_ok=True)
+    text = markdown_table(rows, interpolation, skipped)
+    payload = {"matching": rows, "interpolation": interpolation or [],
+               "skipped": skipped or {}, "meta": meta or {}}
+    for ext, content in ((".md", text), (".json", json.dumps(payload, indent=2, default=float))):
+        with open(out_prefix + ext + ".tmp", "w") as f:
+            f.write(content)
+        os.replace(out_prefix + ext + ".tmp", out_prefix + ext)
+    if rows:
+        try:
+            _chart(rows, out_prefix + ".png")
+        except ImportError:
+            log("no chart: matplotlib is missing (%s)" % peers.EXTRA)
+    return text
+
+
+def _models(checkpoints, untrained, log, levels=(None,), upsamples=(1,), readouts=(None,)):
+    """``{label: Matcher}``, ``{label: Matcher}`` of one per trained checkpoint (for its
+    middle frames) and the first trained checkpoint prefix (or None).
+
+    With several ``levels`` (or ``upsamples``) each model is scored once per
+    pyramid depth (finer read-out, read-out): the label ends in ``L<levels>``
+    (``x<upsample>``, the read-out's name); None is the Matcher's default.
+    """
+    import tempfile
+    from vidcorr.readout.inference import save_initial_model
+    from vidcorr.readout.matching import DEFAULT_MODEL, Matcher
+    from vidcorr.model.network import NetworkSpec
+
+    def variants(path, label):
+        out = {}
+        for r in readouts:
+            for n in levels:
+                for u in upsamples:
+                    kwargs = dict(upsample=u)
+                    if n is not None:
+                        kwargs["levels"] = n
+                    if r is not None:
+                        kwargs["readout"] = r
+                    out[label + (" " + r if len(readouts) > 1 else "") +
+                        (" L%d" % n if len(levels) > 1 else "") +
+                        (" x%d" % u if len(upsamples) > 1 else "")] = Matcher(path, **kwargs)
+        return out
+
+    models, predictors, first = {}, {}, None
+    if not checkpoints and not untrained:
+        checkpoints = ["default=" + DEFAULT_MODEL] if os.path.isdir(DEFAULT_MODEL) else []
+        if not checkpoints:
+            raise UserError("no --checkpoint given and no default model is installed")
+    for item in checkpoints:
+        label, sep, path = item.partition("=")
+        if not sep:
+            label, path = os.path.basename(os.path.normpath(item)) or item, item
+        found = variants(path, "vidcorr " + label)
+        models.update(found)
+        predictors["vidcorr " + label] = next(iter(found.values()))
+        first = first or predictors["vidcorr " + label].checkpoint
+    for width in untrained:
+        folder = tempfile.mkdtemp(prefix="vidcorr-untrained-")
+        prefix = save_initial_model(os.path.join(folder, "model.ckpt-0"),
+                                    NetworkSpec(width=width, skips=(4, 3, 2, 1, 0)))
+        models.update(variants(prefix, "vidcorr untrained w%g" % width))
+        log("untrained network of width %g in %s" % (width, folder))
+    return models, predictors, first
+
+
+def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"), gt_pairs=(),
+                   gt_kind=None, gt_scale=None, methods=peers.PEERS, stride=4, width=EVAL_WIDTH,
+                   data_config=None, interpolation=True, out="evaluation/eval", log=print,
+                   progress=True, levels=(None,), upsamples=(1,), readouts=(None,)):
+    """The whole evaluation behind ``scripts/evaluate.py``; returns the markdown text.
+
+    Args:
+      checkpoints: run directories or prefixes, each optionally ``LABEL=PATH``
+        (none and no ``untrained``: the packaged default model).
+      untrained: widths of untrained networks to score as well.
+      builtin: names of built-in pairs.
+      gt_pairs: ``(image1, image2, ground_truth)`` file triples.
+      gt_kind: ``flow``/``disparity`` for ``gt_pairs`` (None: by file).
+      gt_scale: disparity divisor.
+      methods: peers to compare.
+      stride: grid stride.
+      width: the size protocol's width (0: full size).
+      data_config: config file whose validation triplets score the middle
+        frame (default: the first checkpoint's ``config.json``).
+      interpolation: score the middle frame too.
+      out: output prefix for ``.md``, ``.json`` and ``.png``.
+      log: print-like.
+      progress: show a progress bar while vidcorr matches.
+      levels: pyramid depths to score each model at (None: the Matcher's
+        default); several give one row per depth.
+      upsamples: the Matcher's finer read-outs to score each model with
+        (1: none); several give one row each.
+      readouts: the Matcher's read-outs (``sensitivity``, ``kernel``; None: its
+        default); several give one row each.
+
+    Raises:
+      UserError: for bad pairs, checkpoints, methods or configs.
+    """
+    from vidcorr.model.config import load_config
+    from vidcorr.training.data import TripletData
+    from vidcorr.readout.inference import run_config
+    if stride < 1:
+        raise UserError("stride must be >= 1, got %d" % stride)
+    pairs = [builtin_pair(name.strip()) for name in builtin]
+    pairs += [load_pair(a, b, gt, gt_kind, gt_scale) for a, b, gt in gt_pairs]
+    if not pairs:
+        raise UserError("nothing to evaluate: give --pairs or --gt-pair")
+    models, predictors, first = _models(list(checkpoints), list(untrained), log, tuple(levels),
+                                        tuple(upsamples), tuple(readouts))
+    rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log, progress)
+    interp = None
+    if interpolation:
+        config = load_config(data_config) if data_config else (
+            run_config(first) if first else None)
+        if config is None:
+            log("no interpolation scores: give --config (no trained checkpoint with a "
+                "config.json)")
+        else:
+            inputs, targets = TripletData(config.data, log=log).validation_set()
+            # one predictor per model: the middle frame has no levels
+            interp = interpolation_quality(predictors, inputs, targets, log)
+    meta = {"stride": stride, "width": width, "levels": list(levels),
+            "upsamples": list(upsamples), "readouts": list(readouts),
+            "models": {k: m.checkpoint for k, m in models.items()}}
+    for matcher in models.values():
+        matcher.close()
+    return write_report(out, rows, interp, skipped, meta, log)

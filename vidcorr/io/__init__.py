@@ -1,0 +1,3 @@
+"""Files: video and image reading (``video``), flow files (``flowio``), match pictures
+(``visualize``) and checkpoints of run directories (``checkpoints``).
+"""

@@ -1,0 +1,88 @@
+"""The adaptive-kernel output head: each output pixel is a softmax blend of input pixels.
+
+With ``model.kernel_size`` K > 0 the network's last convolution predicts, per
+pixel p, ``2 K^2`` logits, one per tap: frame t or t+2 and an offset
+``(dy, dx)`` in ``[-r, r]^2`` (``r = K // 2``). A softmax over all ``2 K^2``
+taps gives non-negative weights summing to 1, and
+
+    out(p) = sum_j sum_(dy, dx) w_(j, dy, dx)(p) * frame_j(p + (dy, dx)),
+
+with zeros outside the image. Why: a direct-synthesis network trained for an
+hour on a CPU learned to *sharpen* the frame average instead of moving content,
+so its sensitivity peaks stayed at the pixel itself and its matches were
+zero flow. A softmax blend cannot sharpen; to lower the loss where things
+move it must put its weight on the displaced pixels, which is exactly what the
+gradient read-out looks for. The sensitivity of out(p) is then the weights
+themselves (the *direct* term) plus the gradient through the logits (the
+*indirect* term); :mod:`vidcorr.readout.gradients` computes both without building
+``2 K^2`` dense per-pixel maps (:func:`logit_cotangent`;
+:func:`vidcorr.readout.gradients.direct_window`).
+
+Channel order of the logits: frame (t, then t+2), then dy, then dx.
+"""
+
+import numpy as np
+
+from vidcorr.compat import tf
+from vidcorr.model.spec import MAX_KERNEL_SIZE
+
+__all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "tap_offsets", "logit_bias", "apply_kernels",
+           "logit_cotangent"]
+
+CENTRE_LOGIT = 1.0  # initial logit of the two centre taps: a mild prior towards no motion
+
+
+def tap_offsets(kernel_size):
+    """The ``(dy, dx)`` offsets of one frame's taps, in logit order (``K^2`` pairs)."""
+    r = kernel_size // 2
+    return [(dy, dx) for dy in range(-r, r + 1) for dx in range(-r, r + 1)]
+
+
+def logit_bias(kernel_size):
+    """Initial biases ``[2 K^2]``: ``CENTRE_LOGIT`` on each frame's centre tap, 0 elsewhere."""
+    k2 = kernel_size * kernel_size
+    bias = np.zeros(2 * k2, np.float32)
+    bias[[k2 // 2, k2 + k2 // 2]] = CENTRE_LOGIT
+    return bias
+
+
+def _patches(frames, kernel_size):
+    """Each pixel's K x K neighbourhood of both frames, zero outside: ``[B, H, W, K^2, 2, 3]``.
+
+    One ``extract_image_patches`` op rather than ``K^2`` shifted slices: one
+    op and one gradient op per blend, whatever K is.
+    """
+    b = tf.shape(frames)[0]
+    height, width = frames.shape.as_list()[1:3]
+    k = kernel_size
+    patches = tf.extract_image_patches(frames, [1, k, k, 1], [1, 1, 1, 1], [1, 1, 1, 1],
+                                       "SAME")  # [B, H, W, K*K*6], ordered (dy, dx, channel)
+    return tf.reshape(patches, [b, height, width, k * k, 2, 3])
+
+
+def _per_tap(values, kernel_size):
+    """``[B, H, W, 2K^2]`` in logit order (frame, dy, dx) -> ``[B, H, W, K^2, 2]``."""
+    b = tf.shape(values)[0]
+    height, width = values.shape.as_list()[1:3]
+    k2 = kernel_size * kernel_size
+    return tf.transpose(tf.reshape(values, [b, height, width, 2, k2]), [0, 1, 2, 4, 3])
+
+
+def apply_kernels(frames, logits, kernel_size):
+    """Blends ``frames [B, H, W, 6]`` (in [0, 1]) with softmax ``logits [B, H, W, 2K^2]``.
+
+    Returns:
+      ``[B, H, W, 3]``.
+    """
+    weights = _per_tap(tf.nn.softmax(logits, axis=-1), kernel_size)  # [B, H, W, K^2, 2]
+    return tf.reduce_sum(_patches(frames, kernel_size) * weights[..., None], axis=[3, 4])
+
+
+def logit_cotangent(weights, sums):
+    """Gradient of ``sum_c out_c(p)`` w.r.t. the logits at p: ``w * (s - <w, s>)``.
+
+    Args:
+      weights: softmax weights at p, ``[..., 2K^2]``.
+      sums: per tap, the sum over RGB of the tapped pixel at p, ``[..., 2K^2]``.
+    """
+    return weights * (sums - tf.reduce_sum(weights * sums, axis=-1, keepdims=True))

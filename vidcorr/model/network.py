@@ -1,0 +1,194 @@
+"""MIND: the frame-interpolation network whose gradients give the matches.
+
+Input: frames t and t+2 stacked on the channel axis, ``[B, H, W, 6]``, values
+in [0, 1]. Output: the predicted frame t+1, ``[B, H, W, 3]``, in [0, 1]
+(not clipped). Any H and W work: the input is reflect-padded to a multiple of
+32 and the output cropped back.
+
+Architecture (Long et al., ECCV 2016; the layers are listed once, by
+:func:`vidcorr.model.spec.layer_plan`, which this module builds):
+
+* encoder: 5 blocks of three 3x3 convolutions and a 2x2 max pool, with
+  96, 96, 128, 128, 128 channels (times ``width``);
+* decoder: 5 blocks of a 4x4 stride-2 transposed convolution and two 3x3
+  convolutions, 128, 128, 128, 96, 96 channels; pool4, pool3 and pool2 are
+  concatenated after the upsampling of decoder blocks 1, 2 and 3 (the
+  ``skips`` of :class:`NetworkSpec` can add finer levels);
+* every hidden convolution is followed by :func:`vidcorr.batch_norm` and a
+  ReLU (or leaky ReLU); a linear 3x3 convolution makes the output, added to
+  mid-grey (``residual="none"``, the paper's form) or to the mean of the two
+  input frames (``residual="average"``);
+* or, with ``kernel_size`` K > 0, the adaptive-kernel head of
+  :mod:`vidcorr.model.kernels`: a linear 1x1 convolution predicts ``2 K^2`` softmax
+  logits per pixel and the output is that blend of both frames' K x K
+  neighbourhoods (the packaged default model uses it; see that module for why).
+
+:func:`forward_flops` counts a forward pass's FLOPs from the same plan.
+
+Why ``residual="average"``: a narrow network trained on a CPU struggles to
+*copy* static pixels exactly; adding the frame average makes copying free, so
+training spends its capacity on the moving pixels. But the sensitivity of an
+output pixel then includes the average's ``0.5`` at the pixel itself, which
+the network must learn to cancel where things move, and a direct-synthesis
+network can lower its loss by sharpening rather than by moving content: its
+sensitivity peaks stay at the pixel itself. The adaptive-kernel head
+(``kernel_size``) is a softmax blend of input pixels that cannot sharpen and
+has to weight the displaced ones, which is what the read-out looks for.
+"""
+
+from vidcorr.model import kernels
+from vidcorr.model import layers
+from vidcorr.model.batchnorm import batch_norm
+from vidcorr.compat import tf
+from vidcorr.model.quantize import quantize_transform
+from vidcorr.model.spec import CONVS_PER_ENCODER_BLOCK, MODEL_SCOPE, MULTIPLE, NetworkSpec, \
+    layer_plan, plan_flops
+
+__all__ = ["BN_EPSILON", "NetworkSpec", "mind", "padding_for", "pad_to_multiple",
+           "forward_flops"]
+
+BN_EPSILON = 1e-3
+OUTPUT_INIT = tf.random_normal_initializer(stddev=0.01)  # start near mid-grey
+
+
+def padding_for(height, width, multiple=MULTIPLE):
+    """``(top, bottom, left, right)`` reflect padding up to a multiple of ``multiple``.
+
+    Raises:
+      ValueError: if the image is too small to reflect that much padding.
+    """
+    pad_h, pad_w = -height % multiple, -width % multiple
+    top, left = pad_h // 2, pad_w // 2
+    if pad_h - top >= height or pad_w - left >= width:
+        raise ValueError("frames of %dx%d are too small to pad to a multiple of %d; use at "
+                         "least %dx%d pixels" % (height, width, multiple, multiple // 2 + 1,
+                                                 multiple // 2 + 1))
+    return top, pad_h - top, left, pad_w - left
+
+
+def pad_to_multiple(x, multiple=MULTIPLE):
+    """Reflect-pads H and W of ``x`` up to a multiple of ``multiple``.
+
+    Args:
+      x: ``[B, H, W, C]`` with static H and W.
+      multiple: the multiple.
+
+    Returns:
+      ``(padded, (top, left, height, width))``: the padded tensor and the
+      window that crops the original extent back out.
+
+    Raises:
+      ValueError: if H or W is unknown, or too small to reflect the padding.
+    """
+    _, height, width, _ = layers.check_nhwc(x, "frames")
+    if height is None or width is None:
+        raise ValueError("frames need a static height and width, got shape %s" % x.shape)
+    top, bottom, left, right = padding_for(height, width, multiple)
+    if top or bottom or left or right:
+        x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]], mode="REFLECT")
+    return x, (top, left, height, width)
+
+
+def _conv_unit(name, x, filters, is_training, spec, transform, transpose=False, folded=False,
+               update_moving=True):
+    """conv (or 4x4 stride-2 transposed conv) -> batch norm -> activation.
+
+    With ``folded`` the batch norm is replaced by the convolution's ``biases``
+    (inference graphs whose weights come from :func:`vidcorr.readout.inference.fold_batch_norm`).
+    """
+    if transpose:
+        h = layers.conv2d_transpose(name, x, filters, 4, 2, use_bias=folded, transform=transform)
+    else:
+        h = layers.conv2d(name, x, filters, 3, 1, use_bias=folded, transform=transform)
+    if not folded:
+        h = batch_norm(name + "/bn", h, is_training, decay=spec.bn_decay, epsilon=BN_EPSILON,
+                       transform=transform, update_moving=update_moving)
+    return layers.activation(h, spec.activation, spec.leaky_alpha)
+
+
+def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, transform=None,
+         name=MODEL_SCOPE, folded=False, endpoints=None, update_moving=True):
+    """Builds the MIND interpolation network.
+
+    Args:
+      frames: ``[B, H, W, 6]``, frames t (channels 0-2) and t+2 (3-5), in [0, 1].
+      is_training: Python bool or boolean tensor (batch norm mode).
+      quantize: Python bool or boolean tensor: fake-quantise weights and
+        batch-norm parameters (see :mod:`vidcorr.model.quantize`).
+      spec: a :class:`NetworkSpec` (width, activation, output kernel, BN decay).
+      num_bits: quantisation bit width.
+      transform: an extra variable transform applied before quantisation.
+      name: the outer variable scope.
+      folded: build the inference form with batch norm folded into the
+        convolutions (``weights`` and ``biases`` per layer, no ``bn`` scopes;
+        ``is_training`` is ignored). Load it with folded checkpoint values.
+      endpoints: optional dict, filled with ``features`` (input of the output
+        convolution), ``logits`` (kernel head only) and ``padded`` (the padded
+        input frames), all at the padded size.
+      update_moving: whether training updates batch norm's moving statistics
+        (False for every tower of a multi-device step but the first).
+
+    Returns:
+      The predicted middle frame, ``[B, H, W, 3]``.
+
+    Raises:
+      ValueError: if ``frames`` is not ``[B, H, W, 6]`` with static H, W, or
+        for bad spec values.
+    """
+    dims = layers.check_nhwc(frames, "frames")
+    if dims[3] != 6:
+        raise ValueError("frames must have 6 channels (frame t and frame t+2 as RGB), got %d"
+                         % dims[3])
+    plan = layer_plan(spec)  # validates the spec; sizes do not matter here
+    transform = layers.compose_transforms(transform, quantize_transform(quantize, num_bits))
+    with tf.variable_scope(name):
+        padded, (top, left, height, width) = pad_to_multiple(frames - 0.5)  # [B, H', W', 6]
+        h = padded
+        features = {}  # encoder level -> features at 1/2^level of the input
+        for layer in plan[:-1]:
+            if layer.kind == "pool":
+                h = layers.max_pool(layer.name, h)  # [B, H'/2^b, W'/2^b, C]
+                features[int(layer.name[3])] = h
+                continue
+            if layer.skip is not None:
+                h = tf.concat([h, features[layer.skip]], axis=3)  # [B, h, w, C + C_skip]
+            h = _conv_unit(layer.name, h, layer.cout, is_training, spec, transform,
+                           transpose=layer.kind == "up", folded=folded,
+                           update_moving=update_moving)  # [B, h, w, C]
+            if layer.name == "enc1/conv%d" % CONVS_PER_ENCODER_BLOCK:
+                features[0] = h  # [B, H', W', C]
+        output = plan[-1]
+        if endpoints is not None:
+            endpoints.update(features=h, padded=padded + 0.5)
+        if spec.kernel_size:
+            k = spec.kernel_size
+            logits = layers.conv2d(output.name, h, output.cout, 1, use_bias=True,
+                                   transform=transform, initializer=OUTPUT_INIT,
+                                   bias_initializer=tf.constant_initializer(
+                                       kernels.logit_bias(k)))  # [B, H', W', 2K^2]
+            if endpoints is not None:
+                endpoints["logits"] = logits
+            out = kernels.apply_kernels(padded + 0.5, logits, k)  # [B, H', W', 3]
+            return out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
+        out = layers.conv2d(output.name, h, 3, output.kernel, use_bias=True,
+                            transform=transform, initializer=OUTPUT_INIT)  # [B, H', W', 3]
+        out = out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
+        if spec.residual == "average":
+            out += 0.5 * (frames[..., :3] + frames[..., 3:])  # [B, H, W, 3]
+        else:
+            out += 0.5
+    return out
+
+
+def forward_flops(height, width, spec=NetworkSpec()):
+    """Multiply-adds x 2 of one forward pass at ``height`` x ``width``, convolutions only.
+
+    Args:
+      height: image height (padded up to a multiple of 32 as the network does).
+      width: image width.
+      spec: the network spec.
+
+    Returns:
+      The FLOP count as an int.
+    """
+    return plan_flops(layer_plan(spec, height, width), spec.kernel_size)

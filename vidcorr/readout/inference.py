@@ -1,0 +1,327 @@
+"""Inference weights: read a checkpoint, recover its network spec, fold batch norm.
+
+Matching evaluates thousands of backward passes, so it runs on the *folded*
+network: each convolution absorbs the batch norm that follows it,
+``W' = W * s`` and ``b' = beta - mean * s`` with ``s = gamma / sqrt(var + eps)``
+per output channel. The result is the same function (up to float rounding)
+with fewer ops per pass.
+
+A run fine-tuned quantized (``model.quantize`` in its ``config.json``) is
+evaluated as it was trained: :func:`quantize_values` fake-quantises the
+weights (per output channel) and batch-norm parameters (per tensor) in numpy,
+exactly as :mod:`vidcorr.model.quantize` does in the graph, before folding.
+
+:class:`Predictor` is the folded network's forward pass alone (middle frames
+for batches of pairs of one size), for evaluation and pictures; matching
+builds its own graph around the same weights (:mod:`vidcorr.readout.gradients`).
+"""
+
+import json
+import os
+
+import numpy as np
+
+from vidcorr.io import checkpoints
+from vidcorr.compat import default_device, session_config, tf
+from vidcorr.errors import UserError
+from vidcorr.model.config import config_from_dict
+from vidcorr.model.network import BN_EPSILON, mind
+from vidcorr.model.spec import CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan
+
+__all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
+           "fake_quant_numpy", "quantize_values", "run_config", "find_model",
+           "save_initial_model", "load_folded_weights", "FoldedGraph", "Predictor"]
+
+
+def _channel_axes():
+    """``{layer name: axis of its weights that indexes output channels}`` from the plan."""
+    every_skip = NetworkSpec(skips=(4, 3, 2, 1, 0))  # layer names do not depend on the spec
+    return {layer.name: CHANNEL_AXIS[layer.kind] for layer in layer_plan(every_skip)
+            if layer.kind != "pool"}
+
+
+_CHANNEL_AXES = _channel_axes()
+
+
+def _channel_axis(name):
+    """The output-channel axis of the weights ``<scope>/<layer>/weights``."""
+    layer = name.rpartition("/")[0].partition("/")[2]
+    return _CHANNEL_AXES.get(layer, 3)
+
+
+def checkpoint_values(prefix, scope=MODEL_SCOPE):
+    """The network's variables in a checkpoint, as ``{name: array}`` (optimizer state skipped).
+
+    Raises:
+      UserError: if the checkpoint cannot be read or holds no network.
+    """
+    try:
+        names = [n for n, _ in tf.train.list_variables(prefix)]
+    except (tf.errors.OpError, ValueError) as err:
+        raise UserError("cannot read checkpoint %s: %s" % (prefix, err))
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        values = {n: reader.get_tensor(n) for n in names
+                  if n.startswith(scope + "/") and "Adam" not in n}
+    except (tf.errors.OpError, ValueError, IndexError) as err:  # truncated data: IndexError
+        raise UserError(checkpoints.damaged(prefix, err))
+    if not values:
+        raise UserError("checkpoint %s holds no %r network" % (prefix, scope))
+    return values
+
+
+def fold_batch_norm(values, epsilon=BN_EPSILON):
+    """Folds every ``<layer>/bn`` into ``<layer>/weights`` and ``<layer>/biases``.
+
+    Args:
+      values: ``{name: array}`` from :func:`checkpoint_values`.
+      epsilon: the batch norm's epsilon.
+
+    Returns:
+      ``{name: array}`` for the ``folded=True`` network.
+    """
+    folded = {}
+    for name, value in values.items():
+        if "/bn/" in name:
+            continue
+        layer, _, var = name.rpartition("/")
+        bn = layer + "/bn/"
+        if var == "weights" and bn + "gamma" in values:
+            scale = values[bn + "gamma"] / np.sqrt(values[bn + "moving_variance"] + epsilon)
+            axis = _channel_axis(name)
+            shape = [1] * value.ndim
+            shape[axis] = -1
+            folded[name] = (value * scale.reshape(shape)).astype(np.float32)
+            folded[layer + "/biases"] = (values[bn + "beta"] -
+                                         values[bn + "moving_mean"] * scale).astype(np.float32)
+        else:
+            folded[name] = value
+    return folded
+
+
+def fake_quant_numpy(value, num_bits=8, channel_axis=None, narrow_range=False):
+    """Numpy twin of :func:`vidcorr.model.quantize.fake_quant` (TensorFlow's nudged fake quantisation).
+
+    The range is the tensor's (or each channel's) min and max widened to
+    contain zero; the zero point is nudged onto the integer grid.
+    """
+    x = np.asarray(value, np.float32)
+    if channel_axis is not None and x.ndim >= 2:
+        moved = np.moveaxis(x, channel_axis, -1)  # [..., C]
+        flat = moved.reshape(-1, moved.shape[-1])
+        lo, hi = flat.min(axis=0), flat.max(axis=0)
+    else:
+        moved, lo, hi = x, x.min(), x.max()
+    lo = np.minimum(lo, 0.0).astype(np.float32)
+    hi = np.maximum(np.maximum(hi, 0.0), lo + np.float32(1e-6)).astype(np.float32)
+    q_min = np.float32(1.0 if narrow_range else 0.0)
+    q_max = np.float32(2 ** num_bits - 1)
+    scale = ((hi - lo) / (q_max - q_min)).astype(np.float32)
+    zero = (q_min - lo / scale).astype(np.float32)
+    nudged_zero = np.clip(np.floor(zero + np.float32(0.5)), q_min, q_max).astype(np.float32)
+    n_min = ((q_min - nudged_zero) * scale).astype(np.float32)
+    n_max = ((q_max - nudged_zero) * scale).astype(np.float32)
+    clamped = np.clip(moved, n_min, n_max)
+    inv_scale = (np.float32(1.0) / scale).astype(np.float32)  # as TensorFlow's kernel does
+    q = (np.floor((clamped - n_min) * inv_scale + np.float32(0.5)) * scale + n_min).astype(
+        np.float32)
+    return np.moveaxis(q, -1, channel_axis) if channel_axis is not None and x.ndim >= 2 else q
+
+
+def quantize_values(values, num_bits=8):
+    """Fake-quantises checkpoint values as the quantized graph sees them (before folding)."""
+    out = {}
+    for name, value in values.items():
+        layer, _, var = name.rpartition("/")
+        if var == "weights":
+            out[name] = fake_quant_numpy(value, num_bits, channel_axis=_channel_axis(name))
+        elif var in ("gamma", "beta", "moving_mean", "moving_variance"):
+            out[name] = fake_quant_numpy(value, num_bits)
+        else:
+            out[name] = value
+    return out
+
+
+def run_config(prefix):
+    """The :class:`vidcorr.model.config.Config` in ``config.json`` beside a checkpoint, or None."""
+    path = os.path.join(os.path.dirname(prefix), "config.json")
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            return config_from_dict(json.load(f), origin=path)
+    except ValueError as err:
+        raise UserError("cannot read %s: %s" % (path, err))
+
+
+def spec_from_checkpoint(prefix, values=None):
+    """The :class:`NetworkSpec` a checkpoint was trained with.
+
+    Uses the run's ``config.json`` beside the checkpoint when there is one;
+    otherwise infers width, skips and the kernel head from the variable shapes
+    (activation defaults to ReLU, residual to "none").
+
+    Raises:
+      UserError: if the shapes fit no MIND network.
+    """
+    config = run_config(prefix)
+    if config is not None:
+        return config.model.network_spec()
+    values = values if values is not None else checkpoint_values(prefix)
+    try:
+        shapes = {name[len(MODEL_SCOPE) + 1:].rpartition("/")[0]: value.shape
+                  for name, value in values.items() if name.endswith("/weights")}
+        width = shapes["enc1/conv1"][3] / 96.0
+        out_kernel, _, _, out_channels = shapes["output"]
+    except KeyError:
+        raise UserError("checkpoint %s is not a MIND network" % prefix)
+    kernel_size = 0 if out_channels == 3 else int(round(np.sqrt(out_channels / 2.0)))
+    # A skip widens its decoder convolution's input: compare each with the plan.
+    every_skip = NetworkSpec(width=width, skips=(4, 3, 2, 1, 0))
+    skips = tuple(layer.skip for layer in layer_plan(every_skip) if layer.skip is not None
+                  and shapes.get(layer.name, (0, 0, 0))[2] == layer.cin)
+    spec = NetworkSpec(width=width, output_kernel=out_kernel, skips=skips,
+                       kernel_size=kernel_size)
+    if layer_plan(spec)[-1].cin != shapes["output"][2]:
+        raise UserError("checkpoint %s is not a MIND network" % prefix)
+    return spec
+
+
+def find_model(path):
+    """Resolves a run directory or prefix to ``(prefix, spec, values)``.
+
+    The values are fake-quantised (:func:`quantize_values`) when the run's
+    ``config.json`` says it was trained quantized.
+    """
+    prefix = checkpoints.find_checkpoint(path)
+    values = checkpoint_values(prefix)
+    spec = spec_from_checkpoint(prefix, values)
+    config = run_config(prefix)
+    if config is not None and config.model.quantize:
+        values = quantize_values(values, config.model.num_bits)
+    return prefix, spec, values
+
+
+def save_initial_model(prefix, spec, seed=0):
+    """Saves a freshly initialised (untrained) network as a checkpoint, for baselines and tests.
+
+    Args:
+      prefix: checkpoint prefix to write, e.g. ``/tmp/untrained/model.ckpt-0``.
+      spec: the :class:`vidcorr.model.network.NetworkSpec`.
+      seed: graph-level random seed.
+
+    Returns:
+      The prefix.
+    """
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(seed)
+        mind(tf.zeros([1, 32, 32, 6]), False, spec=spec, name=MODEL_SCOPE)
+        with tf.Session(graph=graph) as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver(tf.global_variables(MODEL_SCOPE)).save(sess, prefix)
+    return prefix
+
+
+def load_folded_weights(sess, weights, scope=MODEL_SCOPE):
+    """Loads folded ``{name: array}`` weights into the graph's ``scope`` variables.
+
+    Raises:
+      UserError: if a variable is missing from ``weights`` (another
+        architecture) or has another shape (another width).
+    """
+    for var in tf.global_variables(scope):
+        name = var.op.name
+        if name not in weights:
+            raise UserError("the checkpoint lacks %s: it was trained with another network "
+                            "architecture" % name)
+        if list(weights[name].shape) != var.shape.as_list():
+            raise UserError("the checkpoint does not fit: %s has shape %s, the network "
+                            "expects %s (another model width?)"
+                            % (name, list(weights[name].shape), var.shape.as_list()))
+        var.load(weights[name], sess)
+
+
+class FoldedGraph(object):
+    """A graph of the folded network for one image size, in its own session.
+
+    Subclasses build their ops in ``_build(spec)``; this class makes the graph
+    (on ``device``: the GPU when there is one), the session, loads the folded
+    weights and finalises the graph, so nothing can be added per call.
+
+    Args:
+      spec: the :class:`vidcorr.model.spec.NetworkSpec`.
+      height: image height.
+      width: image width.
+      weights: folded ``{name: array}`` (:func:`fold_batch_norm`).
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads (None: TensorFlow decides).
+
+    Raises:
+      UserError: if ``weights`` do not fit the network.
+    """
+
+    cpu_devices = None  # subclasses spreading work over virtual CPU devices set this
+
+    def __init__(self, spec, height, width, weights, device=None, threads=None):
+        self.height, self.width = int(height), int(width)
+        self.graph = tf.Graph()
+        self.sess = None
+        with self.graph.as_default(), tf.device(device or default_device()):
+            self._build(spec)
+            self.sess = tf.Session(graph=self.graph, config=session_config(
+                threads, cpu_devices=self.cpu_devices))
+            load_folded_weights(self.sess, weights)
+        self.graph.finalize()
+
+    def _build(self, spec):
+        raise TypeError("%s must define _build(spec)" % type(self).__name__)
+
+    def close(self):
+        """Releases the session."""
+        if self.sess is not None:
+            self.sess.close()
+            self.sess = None
+
+
+class Predictor(FoldedGraph):
+    """The folded network's forward pass for one image size: middle frames of pairs.
+
+    Args:
+      spec: the :class:`vidcorr.model.network.NetworkSpec`.
+      height: image height.
+      width: image width.
+      weights: folded ``{name: array}`` (:func:`fold_batch_norm`).
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads (None: TensorFlow decides).
+      batch_size: pairs per ``sess.run``.
+
+    Raises:
+      UserError: if ``weights`` do not fit the network.
+    """
+
+    def __init__(self, spec, height, width, weights, device=None, threads=None, batch_size=8):
+        self.batch_size = int(batch_size)
+        super(Predictor, self).__init__(spec, height, width, weights, device, threads)
+
+    def _build(self, spec):
+        self.inputs = tf.placeholder(tf.float32, [None, self.height, self.width, 6], "inputs")
+        self.prediction = mind(self.inputs, False, spec=spec, folded=True,
+                               name=MODEL_SCOPE)  # [B, H, W, 3]
+
+    def predict(self, inputs):
+        """Middle frames ``[N, H, W, 3]`` of ``[N, H, W, 6]`` pairs (frames t, t+2) in [0, 1].
+
+        Raises:
+          UserError: if the pairs are not ``[N, height, width, 6]``.
+        """
+        inputs = np.asarray(inputs, np.float32)
+        if inputs.ndim != 4 or inputs.shape[1:] != (self.height, self.width, 6):
+            raise UserError("pairs must be [N, %d, %d, 6], got %s"
+                            % (self.height, self.width, list(inputs.shape)))
+        out = [np.zeros((0, self.height, self.width, 3), np.float32)]
+        for i in range(0, len(inputs), self.batch_size):
+            out.append(self.sess.run(self.prediction,
+                                     {self.inputs: inputs[i:i + self.batch_size]}))
+        return np.concatenate(out)

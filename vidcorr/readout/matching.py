@@ -1,0 +1,554 @@
+"""Matches from the inverted interpolation network: :class:`Matcher` and :class:`Matches`.
+
+``Matcher(checkpoint).match(frame_t, frame_t2, stride=4)`` loads the network
+once (batch norm folded), builds one :class:`vidcorr.readout.gradients.SensitivityGraph`
+per image size (cached), and turns the reduced sensitivities into matches:
+for each grid point p of the middle frame, the peak of its sensitivity in
+frame t, ``(x1, y1)``, and in frame t+2, ``(x3, y3)``, refined to sub-pixel
+precision by the centroid of the 3x3 neighbourhood (or a quadratic fit,
+``refine="quadratic"``; the centroid measured better in
+``benchmarks/precision_study.py``), with a confidence: the peak ratio
+``1 - second / peak`` (the best value outside a radius against the peak; the
+lower of the two frames) times the image texture at both ends
+(:mod:`vidcorr.readout.confidence`); matches below ``min_confidence`` are invalid. An
+optional consistency check runs the pair in swapped order and keeps matches
+that agree within a tolerance.
+
+With ``levels`` N > 1 the read-out is coarse to fine (:mod:`vidcorr.readout.pyramid`):
+the coarsest of N half-size levels is read out on the grid, its matches become
+dense displacement fields, and each finer level reads out the residual between
+frames warped toward the middle frame by them, so motion beyond the network's
+reach (``K // 2`` pixels per frame step) is found. Every level has its own
+cached sensitivity graph; the coarse levels use the grid stride in their own
+pixels, at most ``MAX_COARSE_STRIDE``, so their fields rest on enough matches.
+"""
+
+import os
+
+import numpy as np
+from scipy import ndimage
+
+from vidcorr.compat import tower_devices
+from vidcorr.errors import UserError
+from vidcorr.io.video import read_image, resize_float
+from vidcorr.readout.blend import BlendGraph, blend_confidence
+from vidcorr.readout.budget import DEFAULT_MAX_SECONDS, check_budget
+from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE, match_confidence, peak_ratio
+from vidcorr.readout.gradients import SensitivityGraph
+from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
+from vidcorr.readout.memory import chunk_for_budget
+from vidcorr.readout.options import (DEFAULT_PASSES, DEFAULT_READOUT, DEFAULT_SIGMA,
+                                     DEFAULT_SMOOTH, DEFAULT_STATISTIC, DEFAULT_TEMPERATURE,
+                                     READOUTS, STATISTICS)
+from vidcorr.readout.pyramid import (DEFAULT_LEVELS, MIN_CONFIDENCE_WEIGHT, UPSAMPLES,
+                                     build_pyramid, densify, grid_points, levels_that_fit,
+                                     read_out_plan, sample_field, upsample_exact, upsample_field,
+                                     warp)
+
+__all__ = ["READOUTS", "DEFAULT_READOUT", "Matches", "Matcher", "to_rgb_float", "refine_peaks", "centroid_peaks", "REFINEMENTS",
+           "MIN_SIZE", "DEFAULT_LEVELS"]
+
+MIN_SIZE = 32
+DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models",
+                             "default")
+
+
+FLOAT_TOLERANCE = 1e-3  # float images may stray this far outside [0, 1] (then clipped)
+
+
+def to_rgb_float(image, name="image"):
+    """An image path or array as ``[H, W, 3]`` float32 in [0, 1].
+
+    The contract for arrays: uint8 in 0-255, uint16 in 0-65535, or float in
+    [0, 1]; grayscale ``[H, W]`` or ``[H, W, 1]``, RGB, or RGBA (alpha dropped).
+    Files are read at their real range (:func:`vidcorr.io.video.read_image`).
+
+    Raises:
+      UserError: for unreadable files, arrays of another shape or type, float
+        values outside [0, 1] (e.g. 0-255 data as float) and NaN or inf.
+    """
+    if isinstance(image, str):
+        image = read_image(image)
+    arr = np.asarray(image)
+    if arr.dtype.kind not in "uif" or arr.dtype == np.bool_:
+        raise UserError("%s must be a numeric image array (uint8, uint16 or float), got "
+                        "dtype %s" % (name, arr.dtype))
+    if arr.ndim == 2:
+        arr = arr[..., None]
+    if arr.ndim != 3 or arr.shape[2] not in (1, 3, 4):
+        raise UserError("%s must be [H, W], [H, W, 1], [H, W, 3] or [H, W, 4], got shape %s"
+                        % (name, arr.shape))
+    if arr.size == 0:
+        raise UserError("%s is empty (shape %s)" % (name, arr.shape))
+    arr = arr[..., :3] if arr.shape[2] >= 3 else np.repeat(arr, 3, axis=2)
+    if arr.dtype == np.uint8:
+        return arr.astype(np.float32) / 255.0
+    if arr.dtype == np.uint16:
+        return arr.astype(np.float32) / 65535.0
+    if arr.dtype.kind in "iu":
+        raise UserError("%s: integer images must be uint8 (0-255) or uint16 (0-65535), got "
+                        "%s; convert it with .astype(np.uint8) or divide by 255.0"
+                        % (name, arr.dtype))
+    if not np.all(np.isfinite(arr)):
+        raise UserError("%s has NaN or infinite values" % name)
+    lo, hi = float(arr.min()), float(arr.max())
+    if lo < -FLOAT_TOLERANCE or hi > 1 + FLOAT_TOLERANCE:
+        raise UserError("%s: float images must be in [0, 1], got values from %g to %g%s"
+                        % (name, lo, hi, " (0-255 data? divide by 255.0)" if hi <= 255 else ""))
+    return np.clip(arr.astype(np.float32), 0.0, 1.0)
+
+
+def refine_peaks(peak_xy, patch, width, height):
+    """Sub-pixel peaks by a separable quadratic fit on the 3x3 neighbourhood.
+
+    Args:
+      peak_xy: ``[..., 2]`` integer (x, y) peaks.
+      patch: ``[..., 9]`` the 3x3 values around each peak, row-major.
+      width: map width (peaks on the border are not refined across it).
+      height: map height.
+
+    Returns:
+      ``[..., 2]`` float (x, y), each moved by at most half a pixel.
+    """
+    p = patch.reshape(patch.shape[:-1] + (3, 3)).astype(np.float64)
+    centre = p[..., 1, 1]
+
+    def offset(minus, plus, lo_ok, hi_ok):
+        curv = minus - 2 * centre + plus
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.where(curv < 0, 0.5 * (minus - plus) / curv, 0.0)
+        return np.where(lo_ok & hi_ok, np.clip(d, -0.5, 0.5), 0.0)
+
+    x, y = peak_xy[..., 0], peak_xy[..., 1]
+    dx = offset(p[..., 1, 0], p[..., 1, 2], x > 0, x < width - 1)
+    dy = offset(p[..., 0, 1], p[..., 2, 1], y > 0, y < height - 1)
+    return np.stack([x + dx, y + dy], axis=-1)
+
+
+def centroid_peaks(peak_xy, patch, width, height):
+    """Sub-pixel peaks as the centroid of the 3x3 neighbourhood above its minimum.
+
+    Args:
+      peak_xy: ``[..., 2]`` integer (x, y) peaks.
+      patch: ``[..., 9]`` the 3x3 values around each peak, row-major.
+      width: map width (peaks on the border are not moved across it).
+      height: map height.
+
+    Returns:
+      ``[..., 2]`` float (x, y), each moved by less than one pixel.
+    """
+    p = patch.reshape(patch.shape[:-1] + (3, 3)).astype(np.float64)
+    p = p - p.min(axis=(-1, -2), keepdims=True)
+    total = np.maximum(p.sum(axis=(-1, -2)), 1e-12)
+    off = np.array([-1.0, 0.0, 1.0])
+    dx = (p.sum(axis=-2) * off).sum(-1) / total
+    dy = (p.sum(axis=-1) * off).sum(-1) / total
+    x, y = peak_xy[..., 0], peak_xy[..., 1]
+    dx = np.where((x > 0) & (x < width - 1), dx, 0.0)
+    dy = np.where((y > 0) & (y < height - 1), dy, 0.0)
+    return np.stack([x + dx, y + dy], axis=-1)
+
+
+REFINEMENTS = {"centroid": centroid_peaks, "quadratic": refine_peaks}
+
+
+class Matches(object):
+    """Matches of one image pair, in the original image's pixel coordinates.
+
+    Attributes:
+      grid: ``[N, 2]`` (x, y) grid points of the middle frame.
+      p1: ``[N, 2]`` (x1, y1) in frame t (sub-pixel).
+      p3: ``[N, 2]`` (x3, y3) in frame t+2 (sub-pixel).
+      peak: ``[N, 2]`` peak sensitivity in frame t and frame t+2.
+      confidence: ``[N]`` in [0, 1].
+      valid: ``[N]`` bool, False where the consistency check failed.
+      size: ``(height, width)`` of the images.
+    """
+
+    FIELDS = ("grid", "p1", "p3", "peak", "confidence", "valid")
+
+    def __init__(self, grid, p1, p3, peak, confidence, valid, size):
+        self.grid, self.p1, self.p3 = np.asarray(grid), np.asarray(p1), np.asarray(p3)
+        self.peak, self.confidence = np.asarray(peak), np.asarray(confidence)
+        self.valid = np.asarray(valid, bool)
+        self.size = tuple(int(s) for s in size)
+
+    def __len__(self):
+        return len(self.grid)
+
+    def to_flow(self, only_valid=True):
+        """Sparse flow t -> t+2 as ``[H, W, 2]``: ``p3 - p1`` at ``round(p1)``, NaN elsewhere.
+
+        Where several matches land on one pixel, the most confident wins.
+        """
+        h, w = self.size
+        flow = np.full((h, w, 2), np.nan, np.float32)
+        keep = self.valid if only_valid else np.ones(len(self), bool)
+        order = np.argsort(self.confidence[keep])  # ascending: the best is written last
+        p1, p3 = self.p1[keep][order], self.p3[keep][order]
+        xy = np.rint(p1).astype(int)
+        inside = (xy[:, 0] >= 0) & (xy[:, 0] < w) & (xy[:, 1] >= 0) & (xy[:, 1] < h)
+        flow[xy[inside, 1], xy[inside, 0]] = (p3 - p1)[inside]
+        return flow
+
+    def save(self, path):
+        """Writes ``path`` (``.npz``) with every array and the image size."""
+        np.savez_compressed(path, size=np.array(self.size),
+                            **{k: getattr(self, k) for k in self.FIELDS})
+
+    def save_text(self, path):
+        """Writes a plain table: one match per line with a header."""
+        table = np.column_stack([self.grid, self.p1, self.p3, self.peak, self.confidence,
+                                 self.valid.astype(int)])
+        np.savetxt(path, table, fmt=["%d", "%d"] + ["%.3f"] * 4 + ["%.6g"] * 2 + ["%.4f", "%d"],
+                   header="x2 y2 x1 y1 x3 y3 peak1 peak3 confidence valid")
+
+    @classmethod
+    def load(cls, path):
+        """Reads matches written by :meth:`save`."""
+        with np.load(path) as data:
+            return cls(size=tuple(data["size"]), **{k: data[k] for k in cls.FIELDS})
+
+
+def _pixels(height, width):
+    """Each pixel's own ``(x, y)``, ``[H, W, 2]`` float."""
+    ys, xs = np.mgrid[0:height, 0:width]
+    return np.stack([xs, ys], axis=-1).astype(np.float64)
+
+
+def _reflect(xy, width, height):
+    """Positions ``[..., (x, y)]`` reflected into the image as the network's padding mirrors
+    it (pixel -1 shows pixel 1), so a tap in the padding names the pixel it showed."""
+    out = np.array(xy, np.float64)
+    for axis, size in ((0, width), (1, height)):
+        v = np.abs(out[..., axis])  # x < 0 -> -x
+        out[..., axis] = np.where(v > size - 1, 2 * (size - 1) - v, v)
+    return out
+
+
+def _unwarp(pos, fields):
+    """Positions ``[N, 2 frames, (x, y)]`` in frames warped by ``fields`` (one per frame),
+    mapped back to the frames' own pixels: ``x + field(x)``."""
+    return np.stack([pos[:, f] + sample_field(fields[f], pos[:, f]) for f in (0, 1)], axis=1)
+
+
+def _smooth(field, size, sigma=0, confidence=None):
+    """A dense ``[H, W, 2]`` displacement field median-filtered ``size`` x ``size`` (0, 1: as is),
+    then averaged by a Gaussian of ``sigma`` weighted by ``confidence [H, W]`` (0: not)."""
+    field = np.asarray(field, np.float64)
+    if size > 1:
+        field = np.stack([ndimage.median_filter(field[..., c], size, mode="nearest")
+                          for c in range(2)], axis=-1)
+    if sigma > 0:
+        c = np.maximum(np.asarray(confidence, np.float64), 0) + MIN_CONFIDENCE_WEIGHT
+        den = ndimage.gaussian_filter(c, sigma, mode="nearest")
+        field = np.stack([ndimage.gaussian_filter(c * field[..., k], sigma, mode="nearest") / den
+                          for k in range(2)], axis=-1)
+    return field.astype(np.float32)
+
+
+class Matcher(object):
+    """Finds matches between two frames with a trained interpolation network.
+
+    Args:
+      checkpoint: a run directory or checkpoint prefix (default: the model
+        shipped with the package).
+      norm: per-frame channel reduction of the sensitivity: l2, l1 or max.
+      radius: the second peak (for the confidence) is searched outside it.
+      memory_mb: memory budget of one batched backward pass (sets the chunk).
+      chunk: pixels per ``sess.run`` (overrides ``memory_mb``).
+      max_size: downscale pairs whose longer side exceeds it; matches are
+        mapped back to the original pixels.
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads.
+      max_pixels_per_run: at most this many pixels per ``sess.run`` (default:
+        the whole grid in one).
+      refine: sub-pixel step on the 3x3 neighbourhood of each peak,
+        ``"centroid"`` or ``"quadratic"``.
+      levels: pyramid levels of the coarse-to-fine read-out (1: a single
+        read-out at full size; fewer are used when the coarsest level would
+        be smaller than 32 pixels).
+      min_confidence: matches whose confidence (peak ratio times texture,
+        :mod:`vidcorr.readout.confidence`) is below it are marked invalid (default
+        ``DEFAULT_MIN_CONFIDENCE``; 0 keeps all).
+      devices: spread every read-out's pixels over these devices (a list, or
+        a count N for the first N GPUs, or N virtual CPU devices without
+        GPUs); one replica of the pass per device, the same matches.
+      max_seconds: refuse pairs whose estimated time is above it, or whose
+        estimated memory exceeds the machine's (:mod:`vidcorr.readout.budget`), with
+        the ``max_size`` that would fit; 0 or None: no time limit.
+      upsample: 2 or 4 adds a read-out of the residual at that many times
+        the size after the finest level (sub-pixel motion out of the
+        read-out's whole-pixel dead zone); 1: none.
+      readout: ``"sensitivity"`` (the exact read-out: a backward pass per grid
+        point, any network) or ``"kernel"`` (the kernel head's blend weights:
+        one forward pass per level for every pixel, :mod:`vidcorr.readout.blend`).
+      statistic: the kernel read-out's position from the weights
+        (``"centroid"``, ``"local"`` or ``"argmax"``).
+      temperature: the kernel read-out's softmax temperature.
+      smooth: the kernel read-out's median filter on the coarse levels' dense
+        fields (its size; 0: none).
+      sigma: then a confidence-weighted Gaussian of this many pixels on them
+        (0: none).
+      passes: the kernel read-out's passes per level: each pass after the
+        first warps the pair by the previous pass's dense fields and reads
+        the residual again.
+
+    Raises:
+      UserError: for a missing or incompatible checkpoint, bad ``levels``,
+        ``refine`` or ``upsample``.
+    """
+
+    def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
+                 max_size=None, device=None, threads=None, max_pixels_per_run=None,
+                 levels=DEFAULT_LEVELS, refine="centroid", min_confidence=None,
+                 max_seconds=DEFAULT_MAX_SECONDS, devices=None, upsample=1,
+                 readout=DEFAULT_READOUT, statistic=DEFAULT_STATISTIC, temperature=DEFAULT_TEMPERATURE,
+                 smooth=DEFAULT_SMOOTH, passes=DEFAULT_PASSES, sigma=DEFAULT_SIGMA):
+        if readout not in READOUTS:
+            raise UserError("readout must be one of %s, got %r" % (", ".join(READOUTS), readout))
+        if statistic not in STATISTICS:
+            raise UserError("statistic must be one of %s, got %r"
+                            % (", ".join(STATISTICS), statistic))
+        if isinstance(smooth, bool) or not isinstance(smooth, (int, np.integer)) or smooth < 0:
+            raise UserError("smooth must be an integer >= 0 (a median's size), got %r"
+                            % (smooth,))
+        if isinstance(temperature, bool) or not isinstance(
+                temperature, (int, float)) or not temperature > 0:
+            raise UserError("temperature must be a positive number, got %r" % (temperature,))
+        self.readout, self.statistic = readout, statistic
+        if isinstance(passes, bool) or not isinstance(passes, (int, np.integer)) or passes < 1:
+            raise UserError("passes must be an integer >= 1, got %r" % (passes,))
+        self.temperature, self.smooth, self.passes = float(temperature), int(smooth), int(passes)
+        if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not sigma >= 0:
+            raise UserError("sigma must be a number >= 0 (0: no smoothing), got %r" % (sigma,))
+        self.sigma = float(sigma)
+        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
+            raise UserError("levels must be an integer >= 1, got %r" % (levels,))
+        if isinstance(upsample, bool) or upsample not in UPSAMPLES:
+            raise UserError("upsample must be one of %s, got %r"
+                            % (", ".join(map(str, UPSAMPLES)), upsample))
+        self.upsample = int(upsample)
+        if refine not in REFINEMENTS:
+            raise UserError("refine must be one of %s, got %r"
+                            % (", ".join(REFINEMENTS), refine))
+        if max_size is not None and (isinstance(max_size, bool) or not isinstance(
+                max_size, (int, np.integer)) or max_size < MIN_SIZE):
+            raise UserError("max_size must be an integer of at least %d pixels, got %r"
+                            % (MIN_SIZE, max_size))
+        min_confidence = DEFAULT_MIN_CONFIDENCE if min_confidence is None else min_confidence
+        if not 0 <= min_confidence <= 1:
+            raise UserError("min_confidence must be in [0, 1], got %r" % (min_confidence,))
+        self.min_confidence = float(min_confidence)
+        self.refine = REFINEMENTS[refine]
+        self.levels = levels
+        if checkpoint is None:
+            if not os.path.isdir(DEFAULT_MODEL):
+                raise UserError("no checkpoint given and no default model is installed; pass a "
+                                "run directory or checkpoint prefix")
+            checkpoint = DEFAULT_MODEL
+        self.checkpoint, self.spec, values = find_model(checkpoint)
+        if readout == "kernel" and not self.spec.kernel_size:
+            raise UserError("readout 'kernel' needs a network with a kernel head "
+                            "(model.kernel_size > 0); %s synthesises its output directly: use "
+                            "readout 'sensitivity'" % self.checkpoint)
+        self.weights = fold_batch_norm(values)
+        self.norm, self.radius, self.memory_mb, self.chunk = norm, radius, memory_mb, chunk
+        self.max_size, self.device, self.threads = max_size, device, threads
+        self.max_pixels_per_run = max_pixels_per_run
+        self.max_seconds = max_seconds
+        if isinstance(devices, int) and not isinstance(devices, bool):
+            if devices < 1:
+                raise UserError("devices must be at least 1, got %d" % devices)
+            devices = tower_devices(devices) if devices > 1 else None
+        self.devices = list(devices) if devices else None
+        self._graphs, self._predictors, self._blend_graphs = {}, {}, {}
+        self._dense_conf = None
+
+    def graph_for(self, height, width):
+        """The cached :class:`SensitivityGraph` for an image size (built on first use)."""
+        key = (height, width)
+        if key not in self._graphs:
+            chunk = self.chunk or chunk_for_budget(self.spec, height, width, self.memory_mb)
+            self._graphs[key] = SensitivityGraph(
+                self.spec, height, width, self.weights, chunk, self.norm, self.radius,
+                self.device, self.threads, self.max_pixels_per_run, devices=self.devices)
+        return self._graphs[key]
+
+    def _prepare(self, frame_t, frame_t2):
+        a, b = to_rgb_float(frame_t, "frame_t"), to_rgb_float(frame_t2, "frame_t2")
+        if a.shape != b.shape:
+            raise UserError("the two images differ in size: %dx%d and %dx%d"
+                            % (a.shape[1], a.shape[0], b.shape[1], b.shape[0]))
+        h, w = a.shape[:2]
+        if min(h, w) < MIN_SIZE:
+            raise UserError("images must be at least %d pixels on each side, got %dx%d"
+                            % (MIN_SIZE, w, h))
+        scale = 1.0
+        if self.max_size and max(h, w) > self.max_size:
+            scale = self.max_size / float(max(h, w))
+            nh, nw = max(MIN_SIZE, int(round(h * scale))), max(MIN_SIZE, int(round(w * scale)))
+            a, b = resize_float(a, nh, nw), resize_float(b, nh, nw)
+        return a, b, (h, w)
+
+    def match(self, frame_t, frame_t2, stride=4, offset=0, consistency=False, tolerance=2.0,
+              progress=False):
+        """Matches between frame t and frame t+2 on a grid of the middle frame.
+
+        Args:
+          frame_t: path or array of the first frame.
+          frame_t2: path or array of the second frame (same size).
+          stride: grid stride in (network) pixels.
+          offset: grid offset in ``[0, stride)``.
+          consistency: also run the swapped pair and mark disagreeing matches
+            invalid.
+          tolerance: consistency tolerance in pixels.
+          progress: show a progress bar over pixels.
+
+        Returns:
+          :class:`Matches`.
+
+        Raises:
+          UserError: for unreadable or mismatched images, images smaller than
+            32 pixels, a bad stride, or a pair over the time or memory limit.
+        """
+        a, b, (h, w) = self._prepare(frame_t, frame_t2)
+        nh, nw = a.shape[:2]
+        points = grid_points(nh, nw, stride, offset)
+        levels = levels_that_fit(nh, nw, self.levels, MIN_SIZE)
+        check_budget(self.spec, nh, nw, stride,
+                     lambda hh, ww: levels_that_fit(hh, ww, self.levels, MIN_SIZE),
+                     self.memory_mb, 2 if consistency else 1, self.max_seconds, min_size=MIN_SIZE,
+                     upsample=self.upsample, readout=self.readout, level_passes=self.passes)
+        pos, peak, ratio = self._read_out(a, b, points, stride, levels, progress, "pixels")
+        conf = match_confidence(ratio, a, b, pos, self.radius)  # [N]
+        valid = conf >= self.min_confidence
+        if consistency:
+            back, _, _ = self._read_out(b, a, points, stride, levels, progress, "swapped")
+            valid &= np.all(np.abs(back[:, ::-1] - pos) <= tolerance, axis=(1, 2))
+        sx, sy = w / float(nw), h / float(nh)
+        to_orig = lambda xy: np.stack([(xy[..., 0] + 0.5) * sx - 0.5,  # noqa: E731
+                                       (xy[..., 1] + 0.5) * sy - 0.5], axis=-1)
+        return Matches(np.rint(to_orig(points)).astype(int), to_orig(pos[:, 0]),
+                       to_orig(pos[:, 1]), peak, conf, valid, (h, w))
+
+    def _read_out(self, a, b, points, stride, levels, progress, desc):
+        """Coarse-to-fine positions of ``points`` on the pair ``(a, b)``, by either read-out.
+
+        The levels are :func:`vidcorr.readout.pyramid.read_out_plan`'s. Each reads out
+        the residual between the frames warped toward the middle frame by the coarser
+        level's fields (:meth:`_level`), and maps its positions back through the warp.
+        The next level's fields are the read-out's own dense positions, median-filtered
+        and confidence-smoothed (blend weights), or its grid matches densified
+        (sensitivity). The kernel read-out reads each level ``passes`` times, each pass
+        warping by the previous one's fields.
+
+        Returns:
+          ``(pos [N, 2 frames, (x, y)], peak [N, 2], confidence [N])`` at the
+          finest level.
+        """
+        h, w = a.shape[:2]
+        plan = read_out_plan(h, w, levels, stride, self.upsample)
+        pyr_a, pyr_b = build_pyramid(a, levels), build_pyramid(b, levels)
+        fields = None  # (d1, d3): where frames t and t+2 show a middle-frame pixel
+        for i, level in enumerate(plan):
+            last = i + 1 == len(plan)
+            lh, lw, s = level.height, level.width, level.scale
+            if s > 1:  # the finer read-out: the pair resampled, original pixel p at s p
+                base_a, base_b = upsample_exact(a, int(s)), upsample_exact(b, int(s))
+                fields = [upsample_exact(f, int(s), order=1) * s for f in fields]
+                grid = points * int(s)
+                name = "%s (x%d)" % (desc, s)
+            else:
+                base_a, base_b = pyr_a[level.index], pyr_b[level.index]
+                if fields is not None:
+                    fields = [upsample_field(f, lh, lw) for f in fields]
+                grid = points if level.index == 0 else grid_points(lh, lw, level.step)
+                name = desc if len(plan) == 1 else "%s (level %d)" % (desc, level.index)
+            passes = self.passes if self.readout == "kernel" else 1
+            for n in range(passes):
+                pos, peak, conf, dense = self._read_warped(base_a, base_b, fields, grid,
+                                                           progress, name)
+                if last and n + 1 == passes:
+                    break
+                if dense is not None:
+                    coarse = level.index > 0 and s <= 1
+                    fields = [_smooth(dense[:, :, f] - _pixels(lh, lw),
+                                      self.smooth if coarse else 0,
+                                      self.sigma if coarse else 0, self._dense_conf)
+                              for f in (0, 1)]
+                else:
+                    fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, level.step)
+                              for f in (0, 1)]
+        if self.upsample > 1:
+            pos = pos / float(self.upsample)
+        return pos, peak, conf
+
+    def _read_warped(self, base_a, base_b, fields, grid, progress, desc):
+        """:meth:`_level` on the pair warped by ``fields`` (None: as it is), its positions
+        mapped back through the warp."""
+        img_a, img_b = base_a, base_b
+        if fields is not None:
+            img_a, img_b = warp(base_a, fields[0]), warp(base_b, fields[1])
+        pos, peak, conf, dense = self._level(img_a, img_b, grid, progress, desc)
+        if fields is not None:  # a peak in a warped frame: map it back through the warp
+            pos = _unwarp(pos, fields)
+            dense = None if dense is None else _unwarp(
+                dense.reshape(-1, 2, 2), fields).reshape(dense.shape)
+        return pos, peak, conf, dense
+
+    def _level(self, img_a, img_b, grid, progress, desc):
+        """One level's read-out of a (warped) pair at the points ``grid``.
+
+        Returns:
+          ``(pos [N, 2, 2], peak [N, 2], confidence [N], dense)``: positions in the
+          pair's pixels; ``dense`` is ``[H, W, 2, 2]`` positions of every pixel
+          (blend weights) or None (sensitivity).
+        """
+        lh, lw = img_a.shape[:2]
+        if self.readout == "kernel":
+            res = self.blend_graph_for(lh, lw).run(img_a, img_b)
+            dense = _reflect(_pixels(lh, lw)[:, :, None, :] + res[self.statistic], lw, lh)
+            self._dense_conf = blend_confidence(res["peak"], res["mass"])  # [H, W]
+            gx, gy = grid[:, 0], grid[:, 1]
+            return (dense[gy, gx].astype(np.float64), res["peak"][gy, gx],
+                    self._dense_conf[gy, gx], dense)
+        graph = self.graph_for(lh, lw)
+        graph.set_images(img_a, img_b)
+        res = graph.run(grid, progress=progress, desc=desc)
+        pos = self.refine(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
+        return pos, res["peak"], peak_ratio(res["peak"], res["second"]), None
+
+    def blend_graph_for(self, height, width):
+        """The cached :class:`vidcorr.readout.blend.BlendGraph` for an image size."""
+        key = (height, width)
+        if key not in self._blend_graphs:
+            self._blend_graphs[key] = BlendGraph(self.spec, height, width, self.weights,
+                                                 self.temperature, self.device, self.threads)
+        return self._blend_graphs[key]
+
+    def predictor_for(self, height, width):
+        """The cached forward-only :class:`vidcorr.readout.inference.Predictor` for an image size."""
+        key = (height, width)
+        if key not in self._predictors:
+            self._predictors[key] = Predictor(self.spec, height, width, self.weights,
+                                              self.device, self.threads)
+        return self._predictors[key]
+
+    def predict(self, frame_t, frame_t2):
+        """The network's middle frame for a pair (at the matching size), ``[H, W, 3]``."""
+        a, b, _ = self._prepare(frame_t, frame_t2)
+        pair = np.concatenate([a, b], axis=-1)[None]  # [1, H, W, 6]
+        return self.predictor_for(*a.shape[:2]).predict(pair)[0]
+
+    def predict_batch(self, inputs):
+        """Middle frames ``[N, H, W, 3]`` of ``[N, H, W, 6]`` float pairs in [0, 1]."""
+        inputs = np.asarray(inputs, np.float32)
+        return self.predictor_for(*inputs.shape[1:3]).predict(inputs)
+
+    def close(self):
+        """Releases every cached graph's session."""
+        for cache in (self._graphs, self._predictors, self._blend_graphs):
+            for graph in cache.values():
+                graph.close()
+            cache.clear()

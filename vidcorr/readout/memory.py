@@ -1,0 +1,92 @@
+"""The memory model of the batched sensitivity pass: how many pixels fit in a chunk.
+
+A :class:`vidcorr.readout.gradients.SensitivityGraph` holds a fixed part (the
+runtime, the forward pass at the padded image size and the masks the backward
+pass derives from it) and, per pixel of a chunk, a few activations of the
+largest layer at the size of that pixel's window: the whole padded image, or,
+once the image is larger than the network's receptive field, a window of about
+twice its radius a side (:func:`pixel_extent`; :mod:`vidcorr.readout.windows` decides
+per layer by :data:`DENSE_FRACTION`). The budget module (:mod:`vidcorr.readout.budget`)
+and the matcher size their work from it. No TensorFlow here.
+"""
+
+from vidcorr.model.spec import layer_plan, padded_size, receptive_radius
+
+__all__ = ["RUNTIME_BYTES", "MAX_CHUNK", "DENSE_FRACTION", "pixel_extent",
+           "activation_bytes_per_pixel", "fixed_bytes", "chunk_for_budget", "forward_bytes"]
+
+# A window op costs about as much per position as the dense op, plus the gather of its
+# masks: the backward pass goes dense once a window covers more than this share of its
+# image. Measured with benchmarks/bench_scaling.py --fractions (README): at 544x768,
+# where a pixel's input window covers 51 %, 0.6 (windowed to the input) took 0.100 s
+# per pixel against 0.135 s with 0.5 and 0.145 s with 0.25; at 256x768 (dense at the
+# input whatever the share) 0.1, 0.25 and 0.5 were within the runs' noise.
+DENSE_FRACTION = 0.6
+
+# TensorFlow itself, the weights and the graph (the memory model's constant part; the
+# benchmark's peak RSS against --memory-mb checks the whole model).
+RUNTIME_BYTES = 600 * 2 ** 20
+MAX_CHUNK = 64
+
+
+def _layer_floats(spec, height, width):
+    """Float counts of the network's activations at the padded size (from the layer plan):
+    the input (with the kernel head's direct term), each layer's output and each skip's
+    concatenation."""
+    plan = layer_plan(spec, height, width)
+    h, w = padded_size(height, width)
+    sizes = [h * w * 6 * (3 if spec.kernel_size else 1)]
+    for layer in plan[:-1]:
+        sizes.append(layer.height * layer.width * layer.cout)
+        if layer.skip is not None:
+            sizes.append(layer.height * layer.width * layer.cin)
+    return sizes
+
+
+def pixel_extent(spec, height, width):
+    """The part of the padded image one pixel's backward pass covers: ``(h, w)``.
+
+    The whole padded image, unless the image is large enough against the
+    receptive field (:func:`vidcorr.model.spec.receptive_radius`) for the pass to stay
+    windowed up to the input (:data:`DENSE_FRACTION`); then a
+    window of about twice that radius a side.
+    """
+    hp, wp = padded_size(height, width)
+    side = 2 * receptive_radius(layer_plan(spec, height, width)) + 2
+    h, w = min(hp, side), min(wp, side)
+    return (h, w) if h * w <= DENSE_FRACTION * hp * wp else (hp, wp)
+
+
+def activation_bytes_per_pixel(spec, height, width):
+    """Rough float32 bytes that one pixel adds to a batched backward pass (its share of a chunk).
+
+    The pass holds about four activations of the largest layer per pixel at
+    a time (the incoming and outgoing cotangents, a skip's waiting cotangent,
+    a temporary), at the size of its window (:func:`pixel_extent`).
+    """
+    return 4 * 4 * max(_layer_floats(spec, *pixel_extent(spec, height, width)))
+
+
+def fixed_bytes(spec, height, width):
+    """Rough bytes of a sensitivity graph before any pixel: the runtime, the forward pass
+    and the batch-1 masks the backward pass derives from it (two floats per activation)."""
+    return RUNTIME_BYTES + 2 * 4 * sum(_layer_floats(spec, height, width))
+
+
+def chunk_for_budget(spec, height, width, memory_mb):
+    """The number of pixels per batched VJP that keeps the process within ``memory_mb``.
+
+    At least 1 (a budget below the fixed part cannot be met) and at most
+    ``MAX_CHUNK`` (larger chunks amortise the per-iteration overhead of the loop).
+    """
+    free = memory_mb * 2 ** 20 - fixed_bytes(spec, height, width)
+    return int(max(1, min(MAX_CHUNK, free // activation_bytes_per_pixel(spec, height, width))))
+
+
+def forward_bytes(spec, height, width):
+    """Rough peak bytes of the blend-weight read-out's forward pass (:mod:`vidcorr.readout.blend`):
+    the runtime, every activation once, and four copies of the ``[H, W, 2K^2]`` weights (the
+    logits, their softmax and the reduction's temporaries)."""
+    h, w = padded_size(height, width)
+    taps = 2 * spec.kernel_size ** 2
+    return RUNTIME_BYTES + 4 * sum(_layer_floats(spec, height, width)) + 4 * 4 * h * w * taps

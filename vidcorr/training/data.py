@@ -1,0 +1,208 @@
+"""Training triplets (t, t+g, t+2g) from real video, or synthetic, into ``tf.data``.
+
+:class:`TripletData` loads every source once (downscaled to ``data.max_height``),
+splits it into training and validation parts (by time: the last
+``val_fraction`` of each video; or by video: the last sources), then samples
+random crops with flips and time reversal. Triplets whose frames barely
+change (below ``static_threshold``, mean absolute difference in [0, 1] units)
+or change too much (above ``cut_threshold``: scene cuts) are skipped. The
+validation set is a fixed list of random crops from the held-out part, drawn
+with its own seed, without augmentation. Sampling is deterministic given the seed and the
+step it starts from (so a resumed run draws a reproducible stream).
+
+With ``data.layered_fraction`` > 0, that fraction of the training triplets
+is made instead from two random training frames as translating layers with
+known motion up to ``data.max_motion`` pixels per frame step, on a lattice
+of ``1 / data.motion_supersample`` pixels (see :mod:`vidcorr.training.layered`): real
+texture, but motion large enough that the
+network has to learn to move content. Validation triplets are always real.
+"""
+
+import numpy as np
+
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.training.layered import layered_triplet, subpixel_layered_triplet, window_size
+from vidcorr.training.synthetic import moving_triplet
+from vidcorr.io.video import load_frames
+
+__all__ = ["TripletData", "MAX_TRIES", "FOREGROUND_PROBABILITY"]
+
+MAX_TRIES = 50  # resamples before a static or cut triplet is accepted anyway
+FOREGROUND_PROBABILITY = 0.8  # layered triplets with a moving foreground (else background only)
+
+
+class TripletData(object):
+    """Triplet sampling for training and validation.
+
+    Args:
+      config: a :class:`vidcorr.model.config.DataConfig`.
+      log: callable for progress messages (e.g. ``print``), or None.
+
+    Raises:
+      UserError: for missing or unreadable sources, videos shorter than a
+        triplet, frames smaller than the crop or too little data for a
+        validation split.
+    """
+
+    def __init__(self, config, log=None):
+        self.config = config
+        self.crop = (config.crop_height, config.crop_width)
+        self.videos, self.train_ranges, self.val_ranges = [], [], []
+        if not config.synthetic:
+            self._load(log)
+            if config.layered_fraction > 0:
+                self._check_layer_size()
+
+    # -- loading and splitting -------------------------------------------------------------
+    def _load(self, log):
+        c = self.config
+        span = 2 * c.gap  # a triplet covers frames t .. t + 2g
+        for source in c.sources:
+            frames = load_frames(source, c.max_height)
+            n, h, w = frames.shape[:3]
+            if n <= span:
+                raise UserError("%s: %d frames is shorter than one triplet at gap %d (needs %d)"
+                                % (source, n, c.gap, span + 1))
+            if h < self.crop[0] or w < self.crop[1]:
+                raise UserError("%s: frames are %dx%d (after data.max_height), smaller than the "
+                                "crop %dx%d (lower data.crop_height/crop_width or raise "
+                                "data.max_height)" % (source, w, h, self.crop[1], self.crop[0]))
+            self.videos.append(frames)
+            if log:
+                log("loaded %s: %d frames of %dx%d" % (source, n, w, h))
+        if c.val_split == "video":
+            if len(self.videos) < 2:
+                raise UserError("data.val_split 'video' needs at least 2 sources, got %d"
+                                % len(self.videos))
+            n_val = min(len(self.videos) - 1, max(1, int(round(len(self.videos) * c.val_fraction))))
+            for i, frames in enumerate(self.videos):
+                target = self.val_ranges if i >= len(self.videos) - n_val else self.train_ranges
+                target.append((i, 0, len(frames) - span))
+        else:
+            for i, frames in enumerate(self.videos):
+                n = len(frames)
+                n_val = max(span + 1, int(round(n * c.val_fraction)))
+                split = n - n_val
+                if split - span >= 1:
+                    self.train_ranges.append((i, 0, split - span))
+                    self.val_ranges.append((i, split, n - span))
+                else:  # too short to split: training only
+                    self.train_ranges.append((i, 0, n - span))
+            if not self.val_ranges:
+                raise UserError("no source is long enough for a validation split by time "
+                                "(each needs at least %d frames); add video or use "
+                                "data.val_split 'video'" % (2 * (span + 1)))
+
+    def _check_layer_size(self):
+        c = self.config
+        wh, ww = window_size(c.crop_height, c.crop_width, c.max_motion)
+        if c.motion_supersample > 1:  # the bicubic upsampling's extra pixel per side
+            wh, ww = wh + 2, ww + 2
+        for source, frames in zip(c.sources, self.videos):
+            if frames.shape[1] < wh or frames.shape[2] < ww:
+                raise UserError("%s: frames are %dx%d, smaller than the %dx%d that layered "
+                                "triplets need (the crop plus data.max_motion on each side); "
+                                "lower data.max_motion or the crop" % (
+                                    source, frames.shape[2], frames.shape[1], ww, wh))
+
+    # -- sampling --------------------------------------------------------------------------
+    def _random_frame(self, rng, ranges):
+        """A random (video index, frame index) from ``ranges``, weighted by their length."""
+        sizes = np.array([stop - start for _, start, stop in ranges], np.float64)
+        i, start, stop = ranges[rng.choice(len(ranges), p=sizes / sizes.sum())]
+        return i, start + rng.randint(stop - start)
+
+    def _layered(self, rng, ranges):
+        c = self.config
+        i, t = self._random_frame(rng, ranges)
+        background = self.videos[i][t + c.gap]
+        foreground = None
+        if rng.rand() < FOREGROUND_PROBABILITY:
+            j, u = self._random_frame(rng, ranges)
+            foreground = self.videos[j][u + c.gap]
+        if c.motion_supersample > 1:
+            frames, _ = subpixel_layered_triplet(rng, background, foreground, self.crop[0],
+                                                 self.crop[1], c.max_motion,
+                                                 c.motion_supersample,
+                                                 c.motion_power)  # [3, h, w, 3] 0-255
+        else:
+            frames, _ = layered_triplet(rng, background, foreground, self.crop[0], self.crop[1],
+                                        c.max_motion, c.motion_power)  # [3, h, w, 3] uint8
+        return frames.astype(np.float32) / 255.0
+
+    def _real(self, rng, ranges):
+        """A random crop of a real triplet, resampled while static or a cut."""
+        c = self.config
+        ch, cw = self.crop
+        for _ in range(MAX_TRIES):
+            i, t = self._random_frame(rng, ranges)
+            frames = self.videos[i]
+            y = rng.randint(frames.shape[1] - ch + 1)
+            x = rng.randint(frames.shape[2] - cw + 1)
+            triplet = frames[[t, t + c.gap, t + 2 * c.gap], y:y + ch, x:x + cw]
+            triplet = triplet.astype(np.float32) / 255.0  # [3, h, w, 3]
+            static = np.mean(np.abs(triplet[2] - triplet[0]))
+            cut = max(np.mean(np.abs(triplet[1] - triplet[0])),
+                      np.mean(np.abs(triplet[2] - triplet[1])))
+            if static >= c.static_threshold and cut <= c.cut_threshold:
+                break
+        return triplet
+
+    def _draw(self, rng, ranges, training):
+        """One ``[3, h, w, 3]`` triplet from its source: synthetic, layered or real."""
+        c = self.config
+        if c.synthetic:
+            return moving_triplet(rng, self.crop[0], self.crop[1], c.max_motion,
+                                  c.velocity or None)[0]
+        if training and c.layered_fraction > 0 and rng.rand() < c.layered_fraction:
+            return self._layered(rng, ranges)
+        return self._real(rng, ranges)
+
+    def _sample(self, rng, ranges, augment):
+        triplet = self._draw(rng, ranges, augment)
+        return self._augment(rng, triplet) if augment else triplet
+
+    def _augment(self, rng, triplet):
+        """Random flips and time reversal of a ``[3, h, w, 3]`` triplet."""
+        c = self.config
+        if c.flip_horizontal and rng.rand() < 0.5:
+            triplet = triplet[:, :, ::-1]
+        if c.flip_vertical and rng.rand() < 0.5:
+            triplet = triplet[:, ::-1]
+        if c.time_reversal and rng.rand() < 0.5:
+            triplet = triplet[::-1]
+        return triplet
+
+    def batch(self, rng, batch_size, validation=False):
+        """Draws ``(inputs [B, h, w, 6], targets [B, h, w, 3])`` float32 in [0, 1].
+
+        Every source (synthetic, layered, real) gives ``[3, h, w, 3]`` triplets;
+        training triplets then pass through the same augmentation (flips, time
+        reversal), validation triplets through none.
+        """
+        ranges = self.val_ranges if validation else self.train_ranges
+        triplets = np.stack([self._sample(rng, ranges, not validation)
+                             for _ in range(batch_size)])  # [B, 3, h, w, 3]
+        inputs = np.concatenate([triplets[:, 0], triplets[:, 2]], axis=-1)
+        return np.ascontiguousarray(inputs), np.ascontiguousarray(triplets[:, 1])
+
+    def validation_set(self):
+        """The fixed validation triplets: ``(inputs [N, h, w, 6], targets [N, h, w, 3])``."""
+        rng = np.random.RandomState([self.config.seed, 1000003])
+        return self.batch(rng, self.config.val_triplets, validation=True)
+
+    def batches(self, batch_size, seed, start_step=0):
+        """An endless generator of training batches, deterministic in (seed, start_step)."""
+        rng = np.random.RandomState([seed, start_step])
+        while True:
+            yield self.batch(rng, batch_size)
+
+    def dataset(self, batch_size, seed, start_step=0, prefetch=4):
+        """A prefetching ``tf.data.Dataset`` of training batches."""
+        ch, cw = self.crop
+        ds = tf.data.Dataset.from_generator(
+            lambda: self.batches(batch_size, seed, start_step),
+            (tf.float32, tf.float32),
+            (tf.TensorShape([batch_size, ch, cw, 6]), tf.TensorShape([batch_size, ch, cw, 3])))
+        return ds.prefetch(prefetch)

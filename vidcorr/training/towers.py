@@ -1,0 +1,79 @@
+"""Data-parallel towers: one copy of MIND per device on an equal share of the batch.
+
+``train.num_devices: N`` (``scripts/train.py --devices N``) splits every
+batch over N devices: the GPUs when there are that many, otherwise N virtual
+CPU devices (:func:`vidcorr.compat.tower_devices`). The variables live on the
+parameter device (the CPU) and are shared by every tower (the same names as a
+single-device run, so checkpoints are interchangeable); each tower computes
+its loss and gradients on its own device; the gradients are averaged on the
+parameter device and applied once, as in TensorFlow's multi-GPU CIFAR-10
+example and tensorpack's replicated trainers.
+
+Batch norm: only the first tower updates the moving statistics, from its
+share of the batch. Every share estimates the same population statistics; an
+in-step average across devices would need a synchronisation in every layer
+(sync batch norm); and one update per step keeps the decay the config says.
+"""
+
+import collections
+
+from vidcorr.compat import tf, tower_devices
+from vidcorr.model.losses import training_loss
+from vidcorr.model.network import mind
+from vidcorr.model.spec import MODEL_SCOPE
+
+__all__ = ["Towers", "build_towers", "PARAMETER_DEVICE"]
+
+PARAMETER_DEVICE = "/device:CPU:0"
+_VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp")
+
+Towers = collections.namedtuple("Towers", ["prediction", "loss", "train_op", "grads_and_vars",
+                                           "variables", "devices"])
+
+
+def _placer(device):
+    """Variables on the parameter device, every other op on ``device``."""
+    return lambda op: PARAMETER_DEVICE if op.type in _VARIABLE_OPS else device
+
+
+def build_towers(config, optimizer, inputs, targets, is_training, quantize, global_step):
+    """Builds the towers' training step.
+
+    Args:
+      config: the :class:`vidcorr.model.config.Config` (``train.num_devices`` towers).
+      optimizer: the optimizer whose ``apply_gradients`` takes the average.
+      inputs: ``[B, h, w, 6]`` frames t and t+2, B a multiple of the towers.
+      targets: ``[B, h, w, 3]`` middle frames.
+      is_training: batch norm's switch (bool or tensor).
+      quantize: the quantize switch (bool or tensor).
+      global_step: incremented by the step.
+
+    Returns:
+      :class:`Towers`: the whole batch's prediction ``[B, h, w, 3]`` and mean loss,
+      the train op, the averaged ``(gradient, variable)`` pairs, the network's
+      variables and the devices.
+    """
+    devices = tower_devices(config.train.num_devices)
+    shares_in = tf.split(inputs, len(devices))  # n x [B/n, h, w, 6]
+    shares_tg = tf.split(targets, len(devices))  # n x [B/n, h, w, 3]
+    predictions, losses, grads, variables = [], [], [], None
+    for i, device in enumerate(devices):
+        with tf.device(_placer(device)), tf.name_scope("tower%d" % i), \
+                tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
+            pred = mind(shares_in[i], is_training, quantize, config.model.network_spec(),
+                        config.model.num_bits, name=MODEL_SCOPE,
+                        update_moving=i == 0)  # [B/n, h, w, 3]
+            if i == 0:
+                variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
+            loss = training_loss(pred, shares_tg[i], config.train)
+            grads.append(optimizer.compute_gradients(
+                loss, var_list=tf.trainable_variables(MODEL_SCOPE)))
+            predictions.append(pred)
+            losses.append(loss)
+    with tf.device(PARAMETER_DEVICE):
+        averaged = [(tf.add_n([g for g, _ in per_tower]) / float(len(devices)), per_tower[0][1])
+                    for per_tower in zip(*grads)]  # one (gradient, variable) per tower
+        loss = tf.add_n(losses) / float(len(devices))  # equal shares: the batch mean
+        prediction = tf.concat(predictions, axis=0)  # [B, h, w, 3]
+        train_op = optimizer.apply_gradients(averaged, global_step=global_step)
+    return Towers(prediction, loss, train_op, averaged, variables, devices)
