@@ -101,13 +101,13 @@ def test_the_matcher_reads_out_exactly_the_plan_the_budget_prices(random_kernel_
         matcher = Matcher(random_kernel_checkpoint, levels=2, upsample=upsample, readout=readout,
                           passes=1, chunk=32, max_seconds=0)
         seen = []
-        real = matcher._level
+        real = matcher._read_warped
 
-        def spy(img_a, img_b, grid, progress, desc):
+        def spy(img_a, img_b, fields, grid, progress, desc):
             seen.append((img_a.shape[:2], len(grid)))
-            return real(img_a, img_b, grid, progress, desc)
+            return real(img_a, img_b, fields, grid, progress, desc)
 
-        monkeypatch.setattr(matcher, "_level", spy)
+        monkeypatch.setattr(matcher, "_read_warped", spy)
         matcher.match(a, b, stride=8)
         matcher.close()
         plan = read_out_plan(75, 130, 2, 8, upsample)

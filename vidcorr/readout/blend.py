@@ -6,21 +6,24 @@ around p. The weights say where p comes from: their centroid over frame t's
 taps is p's sub-pixel position in frame t, and over frame t+2's taps its
 position in frame t+2. One forward pass gives this for every pixel at once,
 where the exact sensitivity read-out (:mod:`vidcorr.readout.gradients`) costs a
-backward pass per point.
+backward pass per point. Coarse to fine, the graph also warps the pair by the
+coarser level's fields before the network and maps the positions back through
+the warp after it, so a level is one ``sess.run``.
 
 :class:`BlendGraph` builds the folded network's forward pass for one image size
 and reduces the ``[H, W, 2K^2]`` weights on the device to a few numbers per
 pixel and frame (the host never sees the weights):
 
-* ``centroid``: the weights' centroid over each frame's taps, ``[H, W, 2, 2]``
-  offsets ``(dx, dy)``;
-* ``local``: the centroid of the 3x3 taps around the frame's largest tap;
-* ``argmax``: the offset of the frame's largest tap (whole pixels);
+* ``position``: ``[H, W, 2, 2]``, each pixel's ``(x, y)`` in frame t and frame t+2,
+  the pixel plus an offset by the statistic: ``centroid``, the weights' centroid
+  over the frame's taps; ``local``, the centroid of the 3x3 taps around the
+  frame's largest tap; ``argmax``, the largest tap (whole pixels);
 * ``mass``: each frame's share of the weight, ``[H, W, 2]``;
 * ``peak``: each frame's largest weight divided by its mass, ``[H, W, 2]``.
 
-``statistic`` picks the position (``STATISTICS``), ``temperature`` sharpens
-(< 1) or flattens (> 1) the softmax first.
+``statistic`` picks the position (:data:`vidcorr.readout.options.STATISTICS`;
+only its ops are built), ``temperature`` sharpens (< 1) or flattens (> 1) the
+softmax first.
 """
 
 import numpy as np
@@ -30,8 +33,9 @@ from vidcorr.errors import UserError
 from vidcorr.model.network import mind, padding_for
 from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.inference import FoldedGraph
+from vidcorr.readout.options import DEFAULT_STATISTIC, DEFAULT_TEMPERATURE, STATISTICS
 
-__all__ = ["BlendGraph", "blend_confidence"]
+__all__ = ["BlendGraph", "blend_confidence", "sample_bilinear"]
 
 MASS_FLOOR = 1e-6  # a frame with less weight than this has no defined position
 
@@ -51,32 +55,47 @@ class BlendGraph(FoldedGraph):
       height: image height.
       width: image width.
       weights: folded ``{name: array}`` (:func:`vidcorr.readout.inference.fold_batch_norm`).
+      statistic: the position statistic, ``"centroid"``, ``"local"`` or ``"argmax"``.
       temperature: the softmax's temperature (1: the network's own weights).
       device: TensorFlow device (default: GPU if any, else CPU).
       threads: intra-op threads (None: TensorFlow decides).
 
     Raises:
-      UserError: for a network without a kernel head, or a temperature <= 0.
+      UserError: for a network without a kernel head, an unknown statistic or a
+        temperature <= 0.
     """
 
-    def __init__(self, spec, height, width, weights, temperature=1.0, device=None, threads=None):
+    def __init__(self, spec, height, width, weights, statistic=DEFAULT_STATISTIC,
+                 temperature=DEFAULT_TEMPERATURE, device=None, threads=None):
         if not spec.kernel_size:
             raise UserError("readout 'kernel' needs a network with a kernel head "
                             "(model.kernel_size > 0); this one synthesises its output directly: "
                             "use readout 'sensitivity'")
+        if statistic not in STATISTICS:
+            raise UserError("statistic must be one of %s, got %r"
+                            % (", ".join(STATISTICS), statistic))
         if not temperature > 0:
             raise UserError("temperature must be positive, got %r" % (temperature,))
         self.kernel_size = spec.kernel_size
-        self.temperature = float(temperature)
+        self.statistic, self.temperature = statistic, float(temperature)
         super(BlendGraph, self).__init__(spec, height, width, weights, device, threads)
 
     def _build(self, spec):
         k = self.kernel_size
         k2 = k * k
         h, w = self.height, self.width
-        self.inputs = tf.placeholder(tf.float32, [1, h, w, 6], "inputs")  # [1, H, W, 6]
+        self.frames = tf.placeholder(tf.float32, [h, w, 6], "frames")  # [H, W, 6]
+        self.fields = tf.placeholder_with_default(tf.zeros([h, w, 4]), [h, w, 4],
+                                                  "fields")  # [H, W, (d1, d3)]
+        ys, xs = np.mgrid[0:h, 0:w]
+        pixels = tf.constant(np.stack([xs.ravel(), ys.ravel()], 1).astype(np.float32))  # [HW, 2]
+        fields = [tf.reshape(self.fields[..., 2 * f:2 * f + 2], [h * w, 2]) for f in (0, 1)]
+        warped = [tf.reshape(sample_bilinear(self.frames[..., 3 * f:3 * f + 3],
+                                             pixels + fields[f]), [h, w, 3])
+                  for f in (0, 1)]  # frame f at p + d_f(p)
+        inputs = tf.concat(warped, axis=2)[None]  # [1, H, W, 6]
         endpoints = {}
-        mind(self.inputs, False, spec=spec, folded=True, name=MODEL_SCOPE, endpoints=endpoints)
+        mind(inputs, False, spec=spec, folded=True, name=MODEL_SCOPE, endpoints=endpoints)
         top, _, left, _ = padding_for(h, w)
         logits = endpoints["logits"][0, top:top + h, left:left + w, :]  # [H, W, 2K^2]
         logits = tf.reshape(logits, [h * w, 2 * k2]) / self.temperature  # [HW, 2K^2]
@@ -91,64 +110,110 @@ class BlendGraph(FoldedGraph):
         sums = tf.reshape(tf.matmul(weights, moments), [h * w, 2, 3])  # [HW, 2, (m, mx, my)]
         mass = sums[..., 0]  # [HW, 2]
         safe = tf.maximum(mass, MASS_FLOOR)[..., None]  # [HW, 2, 1]
-        centroid = sums[..., 1:] / safe  # [HW, 2, (dx, dy)]
+        centroid = sums[..., 1:] / safe  # [HW, frame, (dx, dy)]
 
         per_frame = tf.reshape(weights, [h * w * 2, k2])  # [HW*2, K^2], frame-major rows
-        best = tf.argmax(per_frame, axis=1, output_type=tf.int32)  # [HW*2]
         peak = tf.reshape(tf.reduce_max(per_frame, axis=1), [h * w, 2]) / safe[..., 0]  # [HW, 2]
-        by, bx = best // k, best % k  # [HW*2] tap row and column
-        flat = tf.reshape(per_frame, [-1])  # [HW*2*K^2]
-        rows = tf.range(h * w * 2) * k2  # [HW*2]
-        local_m = tf.zeros_like(flat[:h * w * 2])
-        local_x, local_y = local_m, local_m
-        for dy in (-1, 0, 1):
-            for dx in (-1, 0, 1):
-                ty, tx = by + dy, bx + dx
-                inside = (ty >= 0) & (ty < k) & (tx >= 0) & (tx < k)  # [HW*2]
-                idx = rows + tf.clip_by_value(ty, 0, k - 1) * k + tf.clip_by_value(tx, 0, k - 1)
-                v = tf.where(inside, tf.gather(flat, idx), tf.zeros_like(local_m))  # [HW*2]
-                local_m += v
-                local_x += v * tf.cast(tx - k // 2, tf.float32)
-                local_y += v * tf.cast(ty - k // 2, tf.float32)
-        local = tf.stack([local_x, local_y], axis=1) / tf.maximum(local_m, MASS_FLOOR)[:, None]
-        argmax = tf.cast(tf.stack([bx, by], axis=1) - k // 2, tf.float32)  # [HW*2, 2]
+        if self.statistic == "centroid":
+            position = centroid
+        else:
+            position = tf.reshape(self._around_largest(per_frame, k, self.statistic == "local"),
+                                  [h * w, 2, 2])  # [HW, frame, (dx, dy)]
+        # Positions in the warped frames, reflected into the image as the network's
+        # padding mirrors it, then mapped back through the warp: q + d_f(q).
+        found = [_reflect(pixels + position[:, f], w, h) for f in (0, 1)]  # 2 x [HW, 2]
+        found = [q + sample_bilinear(tf.reshape(fields[f], [h, w, 2]), q) for f, q in
+                 enumerate(found)]
         self.outputs = {
-            "centroid": tf.reshape(centroid, [h, w, 2, 2]),
-            "local": tf.reshape(local, [h, w, 2, 2]),
-            "argmax": tf.reshape(argmax, [h, w, 2, 2]),
+            "position": tf.reshape(tf.stack(found, axis=1), [h, w, 2, 2]),
             "mass": tf.reshape(mass, [h, w, 2]),
             "peak": tf.reshape(peak, [h, w, 2]),
         }
 
-    def run(self, frame_t, frame_t2):
-        """The reduced weights of a pair at this graph's size.
+    @staticmethod
+    def _around_largest(per_frame, k, local):
+        """Each row's largest tap ``[rows, (dx, dy)]``, or the centroid of the 3x3 taps
+        around it (``local``), from ``per_frame [rows, K^2]`` weights."""
+        rows, k2 = tf.shape(per_frame)[0], k * k
+        best = tf.argmax(per_frame, axis=1, output_type=tf.int32)  # [rows]
+        by, bx = best // k, best % k  # tap row and column
+        if not local:
+            return tf.cast(tf.stack([bx, by], axis=1) - k // 2, tf.float32)  # [rows, 2]
+        flat = tf.reshape(per_frame, [-1])  # [rows * K^2]
+        starts = tf.range(rows) * k2  # [rows]
+        zero = tf.zeros([rows], tf.float32)
+        m, mx, my = zero, zero, zero
+        for dy in (-1, 0, 1):
+            for dx in (-1, 0, 1):
+                ty, tx = by + dy, bx + dx
+                inside = (ty >= 0) & (ty < k) & (tx >= 0) & (tx < k)  # [rows]
+                idx = starts + tf.clip_by_value(ty, 0, k - 1) * k + tf.clip_by_value(tx, 0, k - 1)
+                v = tf.where(inside, tf.gather(flat, idx), zero)  # [rows]
+                m += v
+                mx += v * tf.cast(tx - k // 2, tf.float32)
+                my += v * tf.cast(ty - k // 2, tf.float32)
+        return tf.stack([mx, my], axis=1) / tf.maximum(m, MASS_FLOOR)[:, None]  # [rows, 2]
+
+    def run(self, frame_t, frame_t2, fields=None):
+        """Every pixel's position in both frames, from the pair warped by ``fields``.
 
         Args:
           frame_t: ``[H, W, 3]`` float in [0, 1].
           frame_t2: ``[H, W, 3]`` float in [0, 1].
+          fields: None, or ``(d1, d3)``, two ``[H, W, 2]`` fields ``(dx, dy)``: the
+            network sees frame t at ``p + d1(p)`` and frame t+2 at ``p + d3(p)``
+            (bilinear, the border repeated, as :func:`vidcorr.readout.pyramid.warp`).
 
         Returns:
-          A dict of numpy arrays, see the module docstring; offsets are ``(dx, dy)``
-          from each pixel, per frame (index 0: frame t, 1: frame t+2).
+          A dict of numpy arrays: ``position [H, W, 2, 2]``, each pixel's ``(x, y)`` in
+          frame t and in frame t+2 (in the frames' own pixels, the warp undone);
+          ``mass`` and ``peak`` ``[H, W, 2]`` (see the module docstring).
         """
-        pair = np.concatenate([frame_t, frame_t2], axis=-1)[None].astype(np.float32)
-        return self.sess.run(self.outputs, {self.inputs: pair})
+        feed = {self.frames: np.concatenate([frame_t, frame_t2], axis=-1).astype(np.float32)}
+        if fields is not None:
+            feed[self.fields] = np.concatenate(fields, axis=-1).astype(np.float32)
+        return self.sess.run(self.outputs, feed)
 
 
-def blend_confidence(peak, mass):
-    """A match's confidence in [0, 1] from its blend weights, per pixel.
+def sample_bilinear(image, xy):
+    """``image [H, W, C]`` at float positions ``xy [N, (x, y)]``: ``[N, C]``, bilinear, the
+    border repeated (the graph form of :func:`vidcorr.readout.pyramid.sample_field`)."""
+    h, w = image.shape.as_list()[:2]
+    x = tf.clip_by_value(xy[:, 0], 0.0, w - 1.0)
+    y = tf.clip_by_value(xy[:, 1], 0.0, h - 1.0)
+    x0 = tf.minimum(tf.floor(x), float(max(w - 2, 0)))
+    y0 = tf.minimum(tf.floor(y), float(max(h - 2, 0)))
+    x1, y1 = tf.minimum(x0 + 1, w - 1.0), tf.minimum(y0 + 1, h - 1.0)
+    fx, fy = (x - x0)[:, None], (y - y0)[:, None]
+    flat = tf.reshape(image, [h * w, -1])  # [HW, C]
 
-    The lower of the two frames' peak shares (how concentrated each frame's weights
-    are), times the balance of the mass between the frames (``2 min(m) / sum(m)``:
-    a pixel seen in one frame only, occluded in the other, gets little).
+    def at(yy, xx):
+        return tf.gather(flat, tf.cast(yy, tf.int32) * w + tf.cast(xx, tf.int32))  # [N, C]
+
+    return ((1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x1)) +
+            fy * ((1 - fx) * at(y1, x0) + fx * at(y1, x1)))
+
+
+def _reflect(xy, width, height):
+    """Positions ``[N, (x, y)]`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1)."""
+    out = []
+    for axis, size in ((0, width), (1, height)):
+        v = tf.abs(xy[:, axis])
+        out.append(tf.where(v > size - 1, 2.0 * (size - 1) - v, v))
+    return tf.stack(out, axis=1)
+
+
+def blend_confidence(peak, mass=None):
+    """A match's confidence in [0, 1] from its blend weights, per pixel: the lower of the two
+    frames' peak shares (a frame's largest weight over its weight; 1 where all of it is on
+    one tap). The balance of the weight between the frames, an occlusion cue, ranked the
+    matches worse (``benchmarks/readout_study.py``), so ``mass`` is not used.
 
     Args:
       peak: ``[..., 2]`` each frame's largest weight over its mass.
-      mass: ``[..., 2]`` each frame's share of the weight.
+      mass: ``[..., 2]`` each frame's share of the weight (unused, see above).
 
     Returns:
       ``[...]`` float.
     """
-    peak, mass = np.asarray(peak, np.float64), np.asarray(mass, np.float64)
-    balance = 2.0 * mass.min(axis=-1) / np.maximum(mass.sum(axis=-1), MASS_FLOOR)
-    return peak.min(axis=-1) * balance
+    return np.asarray(peak, np.float64).min(axis=-1)

@@ -216,16 +216,6 @@ def _pixels(height, width):
     return np.stack([xs, ys], axis=-1).astype(np.float64)
 
 
-def _reflect(xy, width, height):
-    """Positions ``[..., (x, y)]`` reflected into the image as the network's padding mirrors
-    it (pixel -1 shows pixel 1), so a tap in the padding names the pixel it showed."""
-    out = np.array(xy, np.float64)
-    for axis, size in ((0, width), (1, height)):
-        v = np.abs(out[..., axis])  # x < 0 -> -x
-        out[..., axis] = np.where(v > size - 1, 2 * (size - 1) - v, v)
-    return out
-
-
 def _unwarp(pos, fields):
     """Positions ``[N, 2 frames, (x, y)]`` in frames warped by ``fields`` (one per frame),
     mapped back to the frames' own pixels: ``x + field(x)``."""
@@ -485,8 +475,21 @@ class Matcher(object):
         return pos, peak, conf
 
     def _read_warped(self, base_a, base_b, fields, grid, progress, desc):
-        """:meth:`_level` on the pair warped by ``fields`` (None: as it is), its positions
-        mapped back through the warp."""
+        """One level's read-out of the pair warped by ``fields`` (None: as it is) at the
+        points ``grid``, its positions mapped back through the warp.
+
+        Returns:
+          ``(pos [N, 2, 2], peak [N, 2], confidence [N], dense)``: positions in the
+          pair's pixels; ``dense`` is ``[H, W, 2, 2]`` positions of every pixel
+          (blend weights, warped on the device) or None (sensitivity).
+        """
+        if self.readout == "kernel":
+            lh, lw = base_a.shape[:2]
+            res = self.blend_graph_for(lh, lw).run(base_a, base_b, fields)
+            dense = res["position"].astype(np.float64)  # [H, W, 2, 2]
+            self._dense_conf = blend_confidence(res["peak"], res["mass"])  # [H, W]
+            gx, gy = grid[:, 0], grid[:, 1]
+            return dense[gy, gx], res["peak"][gy, gx], self._dense_conf[gy, gx], dense
         img_a, img_b = base_a, base_b
         if fields is not None:
             img_a, img_b = warp(base_a, fields[0]), warp(base_b, fields[1])
@@ -498,21 +501,9 @@ class Matcher(object):
         return pos, peak, conf, dense
 
     def _level(self, img_a, img_b, grid, progress, desc):
-        """One level's read-out of a (warped) pair at the points ``grid``.
-
-        Returns:
-          ``(pos [N, 2, 2], peak [N, 2], confidence [N], dense)``: positions in the
-          pair's pixels; ``dense`` is ``[H, W, 2, 2]`` positions of every pixel
-          (blend weights) or None (sensitivity).
-        """
+        """The sensitivity read-out of a (warped) pair at the points ``grid``:
+        ``(pos [N, 2, 2], peak [N, 2], confidence [N], None)``."""
         lh, lw = img_a.shape[:2]
-        if self.readout == "kernel":
-            res = self.blend_graph_for(lh, lw).run(img_a, img_b)
-            dense = _reflect(_pixels(lh, lw)[:, :, None, :] + res[self.statistic], lw, lh)
-            self._dense_conf = blend_confidence(res["peak"], res["mass"])  # [H, W]
-            gx, gy = grid[:, 0], grid[:, 1]
-            return (dense[gy, gx].astype(np.float64), res["peak"][gy, gx],
-                    self._dense_conf[gy, gx], dense)
         graph = self.graph_for(lh, lw)
         graph.set_images(img_a, img_b)
         res = graph.run(grid, progress=progress, desc=desc)
@@ -524,7 +515,8 @@ class Matcher(object):
         key = (height, width)
         if key not in self._blend_graphs:
             self._blend_graphs[key] = BlendGraph(self.spec, height, width, self.weights,
-                                                 self.temperature, self.device, self.threads)
+                                                 self.statistic, self.temperature, self.device,
+                                                 self.threads)
         return self._blend_graphs[key]
 
     def predictor_for(self, height, width):

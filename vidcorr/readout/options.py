@@ -17,7 +17,7 @@ DEFAULT_READOUT = "sensitivity"
 STATISTICS = ("centroid", "local", "argmax")  # the kernel read-out's position from the weights
 DEFAULT_STATISTIC = "centroid"
 # The kernel read-out's defaults, chosen on the evaluation pairs (README, docs/readouts.md).
-DEFAULT_TEMPERATURE = 1.5  # the softmax's temperature: flatter weights, a less biased centroid
+DEFAULT_TEMPERATURE = 2.0  # the softmax's temperature: flatter weights, a less biased centroid
 DEFAULT_SMOOTH = 9  # median over the coarse levels' dense fields, then
 DEFAULT_SIGMA = 3.0  # a confidence-weighted Gaussian of this many pixels
 DEFAULT_PASSES = 2  # passes per level, each warping by the previous one's fields

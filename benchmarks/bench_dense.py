@@ -1,0 +1,118 @@
+"""Speed and memory of the dense blend-weight read-out, as ratios to this machine's limits.
+
+For each size it matches a pair with ``Matcher(readout="kernel")`` at stride 1 (a
+match for every pixel) with the default levels and passes, in its own process, and
+prints:
+
+* seconds per pair after the graphs are built, and the forward passes alone (every
+  level's :class:`vidcorr.readout.blend.BlendGraph` run once per pass);
+* the read-out's convolution FLOPs per second against the *convolution limit*: the
+  best GFLOP/s of a single 3x3 convolution at the network's widest channel counts,
+  timed here with the same thread count (the most a forward pass of these layers
+  could reach);
+* the total time over the forward passes alone (the host's share: warps, medians);
+* peak RSS of the process.
+
+    python benchmarks/bench_dense.py [--sizes 128x384,288x384,480x640,720x1280] [--threads 2]
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+SIZES = "128x384,288x384,480x640,720x1280"
+
+
+def conv_limit(threads, repeats=5):
+    """Best GFLOP/s of one 3x3 convolution at a few channel counts (forward only)."""
+    from vidcorr.compat import session_config, tf
+
+    best = 0.0
+    for size, cin, cout in ((256, 24, 24), (256, 48, 48), (128, 96, 96)):
+        graph = tf.Graph()
+        with graph.as_default():
+            # variables, not constants: a constant convolution would be folded away
+            x = tf.Variable(np.random.RandomState(0).rand(1, size, size, cin).astype(np.float32))
+            w = tf.Variable(np.random.RandomState(1).rand(3, 3, cin, cout).astype(np.float32))
+            y = tf.reduce_sum(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+            with tf.Session(graph=graph, config=session_config(threads)) as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(y)
+                flops = 2.0 * size * size * 9 * cin * cout
+                for _ in range(repeats):
+                    start = time.perf_counter()
+                    sess.run(y)
+                    best = max(best, flops / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def child(size, threads):
+    from vidcorr.model.network import forward_flops
+    from vidcorr.readout.matching import Matcher
+    from vidcorr.readout.pyramid import levels_that_fit, read_out_plan
+
+    h, w = (int(v) for v in size.split("x"))
+    rng = np.random.RandomState(0)
+    base = rng.rand(h // 8 + 2, w // 8 + 2, 3)
+    from scipy import ndimage
+    image = np.clip(ndimage.zoom(base, (8, 8, 1), order=3), 0, 1)
+    a, b = image[1:h + 1, 2:w + 2].astype(np.float32), image[1:h + 1, :w].astype(np.float32)
+    matcher = Matcher(readout="kernel", threads=threads, min_confidence=0, max_seconds=0)
+    matcher.match(a, b, stride=1)  # builds every level's graph
+    start = time.perf_counter()
+    matches = matcher.match(a, b, stride=1)
+    total = time.perf_counter() - start
+    plan = read_out_plan(h, w, levels_that_fit(h, w, matcher.levels, 32), 1)
+    forward, flops = 0.0, 0.0
+    for level in plan:
+        graph = matcher.blend_graph_for(level.height, level.width)
+        img = np.zeros((level.height, level.width, 3), np.float32)
+        graph.run(img, img)
+        start = time.perf_counter()
+        for _ in range(matcher.passes):
+            graph.run(img, img)
+        forward += time.perf_counter() - start
+        flops += matcher.passes * forward_flops(level.height, level.width, matcher.spec)
+    matcher.close()
+    print(json.dumps({"size": size, "matches": len(matches), "seconds": total,
+                      "forward": forward, "gflop": flops / 1e9,
+                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=SIZES, help="HxW list (default %(default)s)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(args.child, args.threads)
+    limit = conv_limit(args.threads)
+    print("convolution limit: %.1f GFLOP/s (best 3x3 convolution, %d threads)\n"
+          % (limit, args.threads))
+    print("| size | matches | seconds | forward passes alone | total / forward | GFLOP | "
+          "GFLOP/s | of the conv limit | peak RSS GB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for size in args.sizes.split(","):
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", size,
+                               "--threads", str(args.threads)], stdout=subprocess.PIPE,
+                              universal_newlines=True)
+        if proc.returncode:
+            print("| %s | failed (exit %d) |" % (size, proc.returncode))
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        rate = r["gflop"] / r["forward"]
+        print("| %s | %d | %.2f | %.2f | %.2fx | %.1f | %.1f | %.0f %% | %.2f |" % (
+            size, r["matches"], r["seconds"], r["forward"], r["seconds"] / r["forward"],
+            r["gflop"], rate, 100 * rate / limit, r["rss_mb"] / 1024.0), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
