@@ -44,7 +44,7 @@ STRIDE = 4
 
 def _pair(height, width):
     """The cockatoo example pair, resized to the benchmark size, as ``[H, W, 6]`` in [0, 1]."""
-    from vidcorr.readout.matching import to_rgb_float
+    from vidcorr.io.video import to_rgb_float
     from vidcorr.io.video import read_image, resize_float
 
     frames = []

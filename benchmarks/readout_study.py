@@ -44,6 +44,10 @@ VARIANTS = [
     {"statistic": "local", "temperature": 1.5, "passes": 2, "smooth": 9, "sigma": 3},
     {"statistic": "centroid", "temperature": 1.5, "passes": 2, "smooth": 9, "sigma": 3,
      "levels": 4},
+    {"statistic": "centroid", "temperature": 2.0, "passes": 2, "smooth": 0, "sigma": 3},
+    {"statistic": "centroid", "temperature": 2.0, "passes": 2, "smooth": 0, "sigma": 4},
+    {"statistic": "centroid", "temperature": 2.0, "passes": 3, "smooth": 0, "sigma": 4},
+    {"statistic": "centroid", "temperature": 2.0, "passes": 2, "smooth": 5, "sigma": 4},
 ]
 
 

@@ -117,7 +117,7 @@ def test_sharp_one_hot_head_kernel_equals_sensitivity_argmax(random_kernel_check
 
 
 def _example_crop(dx, height=128, width=256):
-    from vidcorr.readout.matching import to_rgb_float
+    from vidcorr.io.video import to_rgb_float
     root = os.path.join(os.path.dirname(__file__), "..", "examples")
     image = to_rgb_float(os.path.join(root, "cockatoo_262.png"))
     y0, x0 = 0, 64  # the sample frame is 384x128: a quarter of the crop is still 32 rows
@@ -179,3 +179,25 @@ def test_graph_warp_equals_the_pyramid_warp(sess, rng):
     got = sess.run(sample_bilinear(tf.constant(image), tf.constant(xy)))
     np.testing.assert_allclose(got.reshape(9, 13, 3), warp(image, field), atol=1e-5)
     np.testing.assert_allclose(got, sample_field(image, xy), atol=1e-5)
+
+
+def test_graph_smoothing_equals_scipy_median_and_weighted_gaussian(sess, rng):
+    from scipy import ndimage
+
+    from vidcorr.readout.blend import smooth_field
+
+    field = rng.randn(40, 48, 4).astype(np.float32)
+    field[10, 10] = 50.0  # an outlier the median removes
+    conf = rng.rand(40, 48).astype(np.float32)
+    median = np.stack([ndimage.median_filter(field[..., c], 9, mode="mirror")
+                       for c in range(4)], -1)
+    got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 0))
+    np.testing.assert_allclose(got[4:-4, 4:-4], median[4:-4, 4:-4], atol=1e-6)
+    assert abs(got[10, 10, 0]) < 5
+    weight = conf.astype(np.float64)[..., None] + 1e-3
+    blur = lambda x: np.stack([ndimage.gaussian_filter(x[..., c], 3.0, mode="mirror",  # noqa
+                                                       truncate=4.0) for c in range(x.shape[2])], -1)
+    expected = blur(weight * median) / blur(weight)
+    got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 3.0))
+    inner = np.s_[16:-16, 16:-16]  # away from the border, whose padding differs
+    np.testing.assert_allclose(got[inner], expected[inner], atol=1e-4)

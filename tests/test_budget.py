@@ -9,6 +9,7 @@ import pytest
 from vidcorr.readout import budget
 from vidcorr.errors import UserError
 from vidcorr.readout.matching import Matcher
+from vidcorr.readout.options import MatchOptions
 from vidcorr.model.spec import NetworkSpec, layer_plan, plan_flops
 
 SPEC = NetworkSpec(width=0.25, output_kernel=1, kernel_size=9)
@@ -31,11 +32,11 @@ def test_estimate_adds_up_points_and_flops_over_levels():
 
 
 def test_check_budget_refuses_with_a_size_that_fits():
-    levels = lambda h, w: 3  # noqa: E731
-    fits = budget.check_budget(SPEC, 259, 384, 8, levels, max_seconds=3600, ram_mb=24000)
+    options = MatchOptions(levels=3, max_seconds=3600)
+    fits = budget.check_budget(SPEC, 259, 384, 8, options, ram_mb=24000)
     assert fits.seconds < 3600
     with pytest.raises(UserError) as err:
-        budget.check_budget(SPEC, 3000, 4000, 8, levels, max_seconds=3600, ram_mb=24000)
+        budget.check_budget(SPEC, 3000, 4000, 8, options, ram_mb=24000)
     message = str(err.value)
     assert "4000x3000 pair at stride 8" in message and "(over the 60 min limit)" in message
     assert "of memory" in message  # its forward pass alone is beyond 24 GB
@@ -48,8 +49,8 @@ def test_check_budget_refuses_with_a_size_that_fits():
     assert budget.estimate(SPEC, h, w, 8, 3).seconds > 3600  # the largest that fits
     # no time limit: only the memory can refuse
     with pytest.raises(UserError, match="of memory"):
-        budget.check_budget(SPEC, 3000, 4000, 8, levels, max_seconds=0, ram_mb=24000)
-    budget.check_budget(SPEC, 3000, 4000, 8, levels, max_seconds=0, ram_mb=10 ** 7)
+        budget.check_budget(SPEC, 3000, 4000, 8, options.replace(max_seconds=0), ram_mb=24000)
+    budget.check_budget(SPEC, 3000, 4000, 8, options.replace(max_seconds=0), ram_mb=10 ** 7)
 
 
 def test_matcher_refuses_a_huge_pair_before_building(random_checkpoint):

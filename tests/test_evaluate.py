@@ -22,8 +22,7 @@ def _shifted_pair(shift=3, h=48, w=96):
     frames, _ = moving_triplet(np.random.RandomState(5), h, w, velocity=(0.0, shift / 2.0))
     flow = np.zeros((h, w, 2), np.float32)
     flow[..., 0] = shift
-    return EvalPair("shifted", frames[0], frames[2], GroundTruth(flow, np.ones((h, w), bool)),
-                    "flow")
+    return EvalPair("shifted", frames[0], frames[2], GroundTruth(flow, np.ones((h, w), bool)))
 
 
 def test_zero_peer_scores_match_hand_computation():

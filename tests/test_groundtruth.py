@@ -109,7 +109,7 @@ def test_resize_pair_samples_nearest_and_scales_displacements():
     np.testing.assert_allclose(t.flow[..., 1], 0.5 * np.array([[10] * 4, [30] * 4]))
     assert t.valid.all()  # (0, 1) is not a sampled source pixel
     np.testing.assert_allclose(a[0, 0], image[:2, :2].mean(axis=(0, 1)), atol=1e-6)
-    pair = EvalPair("p", image, image, GroundTruth(flow, valid), "flow")
+    pair = EvalPair("p", image, image, GroundTruth(flow, valid))
     assert pair.resized(8) .image1 is image  # no wider than the protocol: unchanged
 
 

@@ -7,8 +7,14 @@ from vidcorr.compat import tf
 from vidcorr.model.config import config_from_dict
 from vidcorr.errors import UserError
 from vidcorr.model.kernels import (CENTRE_LOGIT, apply_kernels, logit_bias,
-                             logit_cotangent, tap_offsets)
+                             logit_cotangent)
 from vidcorr.model.network import NetworkSpec, forward_flops, mind
+
+
+def tap_offsets(kernel_size):
+    """The ``(dy, dx)`` offsets of one frame's taps, in logit order (``K^2`` pairs)."""
+    r = kernel_size // 2
+    return [(dy, dx) for dy in range(-r, r + 1) for dx in range(-r, r + 1)]
 
 
 def _softmax(z):

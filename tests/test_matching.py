@@ -9,7 +9,8 @@ import pytest
 from PIL import Image
 
 from vidcorr.errors import UserError
-from vidcorr.readout.matching import Matcher, Matches, centroid_peaks, refine_peaks, to_rgb_float
+from vidcorr.io.video import to_rgb_float
+from vidcorr.readout.matching import Matcher, Matches, centroid_peaks, refine_peaks
 from vidcorr.training.synthetic import moving_triplet
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -266,7 +267,7 @@ def test_correspond_script_bad_out_fails_before_work(random_checkpoint, tmp_path
     assert a_file.read_text() == "keep"
     assert sorted(os.listdir(str(blocked))) == ["f0__f2.png"]
     proc = _correspond([a, b, "--checkpoint", random_checkpoint, "--max-size", "-5"])
-    assert proc.returncode == 2 and "--max-size must be at least 32, got -5" in proc.stderr
+    assert proc.returncode == 2 and "--max-size must be an integer of at least 32 pixels, got -5" in proc.stderr
 
 
 @pytest.mark.parametrize("mode", ["I;16", "I", "F", "L", "P", "LA", "RGBA", "CMYK", "1"])

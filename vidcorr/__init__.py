@@ -24,6 +24,10 @@ _PUBLIC = {
     "train": "vidcorr.training.trainer",
     "Matcher": "vidcorr.readout.matching",
     "Matches": "vidcorr.readout.matching",
+    "MatchOptions": "vidcorr.readout.options",
+    "to_rgb_float": "vidcorr.io.video",
+    "match_picture": "vidcorr.io.visualize",
+    "run_evaluation": "vidcorr.evaluation.evaluate",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]

@@ -16,7 +16,7 @@ from vidcorr.readout.budget import DEFAULT_MAX_SECONDS
 from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE
 from vidcorr.errors import UserError, run_cli
 from vidcorr.evaluation.peers import PEERS
-from vidcorr.readout.options import DEFAULT_READOUT, READOUTS
+from vidcorr.readout.options import DEFAULT_MEMORY_MB, DEFAULT_READOUT, READOUTS, MatchOptions
 from vidcorr.readout.pyramid import DEFAULT_LEVELS, UPSAMPLES
 from vidcorr.quiet import quiet_stderr
 
@@ -139,7 +139,7 @@ def correspond_main(argv=None):
                              "level for every pixel (default %(default)s)")
     parser.add_argument("--consistency", action="store_true",
                         help="keep only matches that agree with the swapped pair")
-    parser.add_argument("--memory-mb", type=int, default=1024,
+    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB,
                         help="memory budget of a batched backward pass")
     parser.add_argument("--devices", type=int, default=1,
                         help="spread each read-out over N devices (GPUs, or virtual CPU "
@@ -158,32 +158,36 @@ def correspond_main(argv=None):
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
-    if args.max_size is not None and args.max_size < 32:
-        parser.error("--max-size must be at least 32, got %d" % args.max_size)
-    if not 0 <= args.min_confidence <= 1:
-        parser.error("--min-confidence must be in [0, 1], got %g" % args.min_confidence)
-    if args.max_seconds < 0:
-        parser.error("--max-seconds must be >= 0, got %g" % args.max_seconds)
+    options = match_options(parser, args, ("max_size", "levels", "upsample", "readout",
+                                           "memory_mb", "min_confidence", "max_seconds"))
     with quiet_stderr(not args.verbose):
-        return _correspond(args)
+        return _correspond(args, options)
 
 
-def _correspond(args):
+def match_options(parser, args, names):
+    """The :class:`vidcorr.readout.options.MatchOptions` of the flags ``names``; a bad value
+    is a usage error naming its flag (exit 2)."""
+    try:
+        return MatchOptions(**{n: getattr(args, n) for n in names})
+    except UserError as err:
+        message = str(err)
+        for name in names:
+            if message.startswith(name + " "):
+                message = "--" + name.replace("_", "-") + message[len(name):]
+        parser.error(message)
+
+
+def _correspond(args, options):
     from vidcorr.apps.correspond import correspond_pairs, list_pairs, parse_shard
 
     def work():
         shard = parse_shard(args.shard) if args.shard else None
         pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
                            args.start, args.count)
-        return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint,
-                                stride=args.stride, max_size=args.max_size,
-                                consistency=args.consistency, memory_mb=args.memory_mb,
-                                progress=not args.no_progress, levels=args.levels,
-                                upsample=args.upsample, readout=args.readout,
-                                min_confidence=args.min_confidence,
-                                max_seconds=args.max_seconds, shard=shard,
-                                devices=args.devices,
-                                overwrite=args.overwrite,
+        return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint, options=options,
+                                stride=args.stride, consistency=args.consistency,
+                                progress=not args.no_progress, shard=shard,
+                                devices=args.devices, overwrite=args.overwrite,
                                 log=lambda m: print(m, file=sys.stderr))
 
     code, written = run_cli(work)

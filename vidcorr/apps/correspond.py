@@ -13,8 +13,8 @@ from tqdm import tqdm
 
 from vidcorr.errors import UserError
 from vidcorr.io.flowio import write_flo, write_kitti_flow
-from vidcorr.readout.budget import DEFAULT_MAX_SECONDS
-from vidcorr.readout.matching import DEFAULT_LEVELS, Matcher, to_rgb_float
+from vidcorr.io.video import to_rgb_float
+from vidcorr.readout.matching import Matcher
 from vidcorr.io.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
 from vidcorr.io.visualize import match_picture
 
@@ -188,21 +188,16 @@ def finished(out_dir, name):
     return all(os.path.isfile(os.path.join(out_dir, name + x)) for x in OUTPUT_SUFFIXES)
 
 
-def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
-                     consistency=False, memory_mb=1024, progress=True, levels=DEFAULT_LEVELS,
-                     min_confidence=None, max_seconds=DEFAULT_MAX_SECONDS, shard=None,
-                     overwrite=False, log=None, devices=None, upsample=1,
-                     readout=None):
+def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
+                     consistency=False, progress=True, shard=None, overwrite=False, log=None,
+                     devices=None):
     """Matches every ``(name, frame_t, frame_t2)`` and writes its files.
 
-    ``levels``, ``upsample``, ``readout``, ``min_confidence`` and ``max_seconds`` are the
-    :class:`vidcorr.readout.matching.Matcher`'s: the pyramid depth of the coarse-to-fine
-    read-out, its finer read-out, the confidence below which a match is
-    invalid, and the time limit of one pair (checked before its work
-    starts). With ``shard=(K, N)`` only that shard's pairs are matched
-    (:func:`shard_pairs`); pairs whose outputs all exist are skipped unless
-    ``overwrite``. ``devices`` spreads each read-out over devices (see the
-    Matcher).
+    ``options`` (a :class:`vidcorr.readout.options.MatchOptions`) say how each pair is
+    read out, its time limit included (checked before the pair's work starts). With
+    ``shard=(K, N)`` only that shard's pairs are matched (:func:`shard_pairs`); pairs
+    whose outputs all exist are skipped unless ``overwrite``. ``devices`` spreads each
+    read-out over devices (see the :class:`vidcorr.readout.matching.Matcher`).
 
     Returns:
       ``[(name, number of valid matches, seconds)]``.
@@ -225,10 +220,7 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, stride=4, max_size=None,
     check_out_dir(out_dir, [name for name, _, _ in pairs])
     matcher, done = None, []
     try:
-        matcher = Matcher(checkpoint, memory_mb=memory_mb, max_size=max_size, levels=levels,
-                          min_confidence=min_confidence, max_seconds=max_seconds,
-                          devices=devices, upsample=upsample,
-                          **({} if readout is None else {"readout": readout}))
+        matcher = Matcher(checkpoint, options, devices=devices)
         for name, frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
                                             unit="pair"):
             start = time.time()

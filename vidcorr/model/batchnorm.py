@@ -26,10 +26,9 @@ used to normalise a batch. ``tests/test_batchnorm.py`` checks both.
 from vidcorr.compat import gpu_available, smart_cond, static_bool, tf
 from vidcorr.model.layers import apply_transform, check_nhwc, get_variable
 
-__all__ = ["batch_norm", "MIN_EPSILON", "BN_VARIABLES"]
+__all__ = ["batch_norm", "MIN_EPSILON"]
 
 MIN_EPSILON = 1.001e-5  # cuDNN's lower bound, also applied by TensorFlow
-BN_VARIABLES = ("gamma", "beta", "moving_mean", "moving_variance")
 
 
 def _check_args(x, is_training, decay, epsilon, data_format):

@@ -26,16 +26,10 @@ import numpy as np
 from vidcorr.compat import tf
 from vidcorr.model.spec import MAX_KERNEL_SIZE
 
-__all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "tap_offsets", "logit_bias", "apply_kernels",
+__all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "logit_bias", "apply_kernels",
            "logit_cotangent"]
 
 CENTRE_LOGIT = 1.0  # initial logit of the two centre taps: a mild prior towards no motion
-
-
-def tap_offsets(kernel_size):
-    """The ``(dy, dx)`` offsets of one frame's taps, in logit order (``K^2`` pairs)."""
-    r = kernel_size // 2
-    return [(dy, dx) for dy in range(-r, r + 1) for dx in range(-r, r + 1)]
 
 
 def logit_bias(kernel_size):

@@ -33,9 +33,11 @@ from vidcorr.errors import UserError
 from vidcorr.model.network import mind, padding_for
 from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.inference import FoldedGraph
-from vidcorr.readout.options import DEFAULT_STATISTIC, DEFAULT_TEMPERATURE, STATISTICS
+from vidcorr.readout.options import (DEFAULT_SIGMA, DEFAULT_SMOOTH, DEFAULT_STATISTIC,
+                                     DEFAULT_TEMPERATURE, STATISTICS)
+from vidcorr.readout.pyramid import MIN_CONFIDENCE_WEIGHT
 
-__all__ = ["BlendGraph", "blend_confidence", "sample_bilinear"]
+__all__ = ["BlendGraph", "blend_confidence", "sample_bilinear", "smooth_field"]
 
 MASS_FLOOR = 1e-6  # a frame with less weight than this has no defined position
 
@@ -57,6 +59,8 @@ class BlendGraph(FoldedGraph):
       weights: folded ``{name: array}`` (:func:`vidcorr.readout.inference.fold_batch_norm`).
       statistic: the position statistic, ``"centroid"``, ``"local"`` or ``"argmax"``.
       temperature: the softmax's temperature (1: the network's own weights).
+      smooth: the median's size for the smoothed fields (:func:`smooth_field`).
+      sigma: the confidence-weighted Gaussian's width for them.
       device: TensorFlow device (default: GPU if any, else CPU).
       threads: intra-op threads (None: TensorFlow decides).
 
@@ -66,7 +70,8 @@ class BlendGraph(FoldedGraph):
     """
 
     def __init__(self, spec, height, width, weights, statistic=DEFAULT_STATISTIC,
-                 temperature=DEFAULT_TEMPERATURE, device=None, threads=None):
+                 temperature=DEFAULT_TEMPERATURE, smooth=DEFAULT_SMOOTH, sigma=DEFAULT_SIGMA,
+                 device=None, threads=None):
         if not spec.kernel_size:
             raise UserError("readout 'kernel' needs a network with a kernel head "
                             "(model.kernel_size > 0); this one synthesises its output directly: "
@@ -78,6 +83,7 @@ class BlendGraph(FoldedGraph):
             raise UserError("temperature must be positive, got %r" % (temperature,))
         self.kernel_size = spec.kernel_size
         self.statistic, self.temperature = statistic, float(temperature)
+        self.smooth, self.sigma = int(smooth), float(sigma)
         super(BlendGraph, self).__init__(spec, height, width, weights, device, threads)
 
     def _build(self, spec):
@@ -124,11 +130,14 @@ class BlendGraph(FoldedGraph):
         found = [_reflect(pixels + position[:, f], w, h) for f in (0, 1)]  # 2 x [HW, 2]
         found = [q + sample_bilinear(tf.reshape(fields[f], [h, w, 2]), q) for f, q in
                  enumerate(found)]
-        self.outputs = {
-            "position": tf.reshape(tf.stack(found, axis=1), [h, w, 2, 2]),
-            "mass": tf.reshape(mass, [h, w, 2]),
-            "peak": tf.reshape(peak, [h, w, 2]),
-        }
+        position = tf.reshape(tf.stack(found, axis=1), [h, w, 2, 2])  # [H, W, frame, (x, y)]
+        peak = tf.reshape(peak, [h, w, 2])  # [H, W, frame]
+        self.outputs = {"position": position, "mass": tf.reshape(mass, [h, w, 2]), "peak": peak}
+        # The fields a coarse level hands on: displacements, median-filtered, then averaged
+        # by a Gaussian weighted by the confidence (fetched only where needed).
+        displacement = tf.reshape(position - tf.reshape(pixels, [h, w, 1, 2]), [h, w, 4])
+        self.smoothed = tf.reshape(smooth_field(displacement, tf.reduce_min(peak, axis=2),
+                                                self.smooth, self.sigma), [h, w, 2, 2])
 
     @staticmethod
     def _around_largest(per_frame, k, local):
@@ -154,7 +163,7 @@ class BlendGraph(FoldedGraph):
                 my += v * tf.cast(ty - k // 2, tf.float32)
         return tf.stack([mx, my], axis=1) / tf.maximum(m, MASS_FLOOR)[:, None]  # [rows, 2]
 
-    def run(self, frame_t, frame_t2, fields=None):
+    def run(self, frame_t, frame_t2, fields=None, smoothed=False):
         """Every pixel's position in both frames, from the pair warped by ``fields``.
 
         Args:
@@ -163,6 +172,8 @@ class BlendGraph(FoldedGraph):
           fields: None, or ``(d1, d3)``, two ``[H, W, 2]`` fields ``(dx, dy)``: the
             network sees frame t at ``p + d1(p)`` and frame t+2 at ``p + d3(p)``
             (bilinear, the border repeated, as :func:`vidcorr.readout.pyramid.warp`).
+          smoothed: also return ``fields``, ``[H, W, 2, 2]`` displacements ``(dx, dy)``
+            of both frames, median-filtered and confidence-smoothed (:func:`smooth_field`).
 
         Returns:
           A dict of numpy arrays: ``position [H, W, 2, 2]``, each pixel's ``(x, y)`` in
@@ -172,7 +183,39 @@ class BlendGraph(FoldedGraph):
         feed = {self.frames: np.concatenate([frame_t, frame_t2], axis=-1).astype(np.float32)}
         if fields is not None:
             feed[self.fields] = np.concatenate(fields, axis=-1).astype(np.float32)
-        return self.sess.run(self.outputs, feed)
+        fetches = dict(self.outputs, fields=self.smoothed) if smoothed else self.outputs
+        return self.sess.run(fetches, feed)
+
+
+def smooth_field(field, confidence, size, sigma):
+    """``field [H, W, C]`` median-filtered ``size`` x ``size`` (0, 1: not), then averaged by a
+    Gaussian of ``sigma`` pixels weighted by ``confidence [H, W]`` (0: not); the border is
+    mirrored (``SYMMETRIC``). On the device: a coarse level's fields never visit the host."""
+    h, w, c = field.shape.as_list()
+    if size > 1:
+        r = size // 2
+        padded = tf.pad(field, [[r, size - 1 - r], [r, size - 1 - r], [0, 0]], "SYMMETRIC")
+        patches = tf.extract_image_patches(padded[None], [1, size, size, 1], [1, 1, 1, 1],
+                                           [1, 1, 1, 1], "VALID")  # [1, H, W, size^2 C]
+        values = tf.transpose(tf.reshape(patches, [h, w, size * size, c]), [0, 1, 3, 2])
+        n = size * size
+        field = tf.nn.top_k(values, n // 2 + 1).values[..., -1]  # the median, [H, W, C]
+    if sigma > 0:
+        r = int(np.ceil(4 * sigma))
+        g = np.exp(-0.5 * (np.arange(-r, r + 1) / float(sigma)) ** 2)
+        g = (g / g.sum()).astype(np.float32)
+        weight = tf.maximum(confidence, 0.0)[..., None] + MIN_CONFIDENCE_WEIGHT  # [H, W, 1]
+
+        def blur(x):  # separable Gaussian of [H, W, C'], mirrored border
+            x = tf.pad(x, [[r, r], [r, r], [0, 0]], "SYMMETRIC")[None]  # [1, H+2r, W+2r, C']
+            cols = x.shape.as_list()[3]
+            kx = np.tile(g.reshape(1, -1, 1, 1), (1, 1, cols, 1))
+            ky = np.tile(g.reshape(-1, 1, 1, 1), (1, 1, cols, 1))
+            x = tf.nn.depthwise_conv2d(x, kx, [1, 1, 1, 1], "VALID")
+            return tf.nn.depthwise_conv2d(x, ky, [1, 1, 1, 1], "VALID")[0]
+
+        field = blur(weight * field) / blur(weight)
+    return field
 
 
 def sample_bilinear(image, xy):

@@ -23,7 +23,7 @@ import os
 
 from vidcorr.errors import UserError
 from vidcorr.model.spec import layer_plan, plan_flops
-from vidcorr.readout.pyramid import read_out_plan
+from vidcorr.readout.pyramid import MIN_SIZE, levels_that_fit, read_out_plan
 
 __all__ = ["Estimate", "estimate", "check_budget", "machine_memory_mb", "SECONDS_PER_GFLOP",
            "SECONDS_PER_FORWARD_GFLOP",
@@ -100,9 +100,7 @@ def _duration(seconds):
     return "%.1f h" % (seconds / 3600.0)
 
 
-def check_budget(spec, height, width, stride, levels_for, memory_mb=1024, passes=1,
-                 max_seconds=DEFAULT_MAX_SECONDS, ram_mb=None, min_size=32, upsample=1,
-                 readout="sensitivity", level_passes=1):
+def check_budget(spec, height, width, stride, options, passes=1, ram_mb=None):
     """Refuses a pair whose estimated time or memory is beyond the limits.
 
     Args:
@@ -110,15 +108,10 @@ def check_budget(spec, height, width, stride, levels_for, memory_mb=1024, passes
       height: image height at the network.
       width: image width.
       stride: grid stride.
-      levels_for: ``levels_for(h, w)``: the pyramid levels used at a size.
-      memory_mb: the backward pass's budget.
+      options: the :class:`vidcorr.readout.options.MatchOptions` (read-out, levels,
+        upsample, passes, memory and time limits).
       passes: 2 with the consistency check.
-      max_seconds: time limit (0 or None: none).
       ram_mb: the machine's memory (default: :func:`machine_memory_mb`).
-      min_size: the smallest image side the network takes.
-      upsample: the finer read-out's factor (1: none).
-      readout: ``"sensitivity"`` or ``"kernel"`` (see :func:`estimate`).
-      level_passes: the kernel read-out's passes per level.
 
     Returns:
       The :class:`Estimate` when it fits.
@@ -126,9 +119,15 @@ def check_budget(spec, height, width, stride, levels_for, memory_mb=1024, passes
     Raises:
       UserError: with the estimate and a ``--max-size`` that would fit.
     """
+    o = options
+    max_seconds, min_size = o.max_seconds, MIN_SIZE
+
+    def cost(h, w):
+        return estimate(spec, h, w, stride, levels_that_fit(h, w, o.levels, MIN_SIZE),
+                        o.memory_mb, passes, o.upsample, o.readout, o.passes)
+
     ram_mb = machine_memory_mb() if ram_mb is None else ram_mb
-    est = estimate(spec, height, width, stride, levels_for(height, width), memory_mb, passes,
-                   upsample, readout, level_passes)
+    est = cost(height, width)
     if _fits(est, max_seconds, ram_mb):
         return est
     longer = max(height, width)
@@ -136,8 +135,7 @@ def check_budget(spec, height, width, stride, levels_for, memory_mb=1024, passes
     for size in range(longer - 32, min_size - 1, -32):
         scale = size / float(longer)
         h, w = max(min_size, int(round(height * scale))), max(min_size, int(round(width * scale)))
-        small = estimate(spec, h, w, stride, levels_for(h, w), memory_mb, passes, upsample,
-                         readout, level_passes)
+        small = cost(h, w)
         if _fits(small, max_seconds, ram_mb):
             suggestion = "--max-size %d (about %s)" % (size, _duration(small.seconds))
             break

@@ -45,6 +45,7 @@ from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.readout.inference import FoldedGraph
 from vidcorr.model.kernels import logit_cotangent
+from vidcorr.readout.options import NORMS
 from vidcorr.readout.memory import pixel_extent
 from vidcorr.model.network import mind, padding_for
 from vidcorr.model.spec import MODEL_SCOPE
@@ -53,7 +54,6 @@ from vidcorr.readout.windows import Window, dense, sum_cotangents
 __all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "pixel_vjp",
            "kernel_head_vjp", "direct_window", "fold_window", "reduce_channels"]
 
-NORMS = ("l2", "l1", "max")
 BACKWARDS = ("auto", "transpose", "pfor")
 
 

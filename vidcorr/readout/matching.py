@@ -24,78 +24,30 @@ pixels, at most ``MAX_COARSE_STRIDE``, so their fields rest on enough matches.
 """
 
 import os
+import time
 
 import numpy as np
-from scipy import ndimage
 
 from vidcorr.compat import tower_devices
 from vidcorr.errors import UserError
-from vidcorr.io.video import read_image, resize_float
+from vidcorr.io.video import resize_float, to_rgb_float
 from vidcorr.readout.blend import BlendGraph, blend_confidence
-from vidcorr.readout.budget import DEFAULT_MAX_SECONDS, check_budget
-from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE, match_confidence, peak_ratio
+from vidcorr.readout.budget import check_budget
+from vidcorr.readout.confidence import match_confidence, peak_ratio
 from vidcorr.readout.gradients import SensitivityGraph
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.readout.memory import chunk_for_budget
-from vidcorr.readout.options import (DEFAULT_PASSES, DEFAULT_READOUT, DEFAULT_SIGMA,
-                                     DEFAULT_SMOOTH, DEFAULT_STATISTIC, DEFAULT_TEMPERATURE,
-                                     READOUTS, STATISTICS)
-from vidcorr.readout.pyramid import (DEFAULT_LEVELS, MIN_CONFIDENCE_WEIGHT, UPSAMPLES,
+from vidcorr.readout.options import MIN_SIZE, MatchOptions
+from vidcorr.readout.pyramid import (DEFAULT_LEVELS,
                                      build_pyramid, densify, grid_points, levels_that_fit,
                                      read_out_plan, sample_field, upsample_exact, upsample_field,
                                      warp)
 
-__all__ = ["READOUTS", "DEFAULT_READOUT", "Matches", "Matcher", "to_rgb_float", "refine_peaks", "centroid_peaks", "REFINEMENTS",
+__all__ = ["Matches", "Matcher", "refine_peaks", "centroid_peaks", "REFINEMENTS",
            "MIN_SIZE", "DEFAULT_LEVELS"]
 
-MIN_SIZE = 32
 DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models",
                              "default")
-
-
-FLOAT_TOLERANCE = 1e-3  # float images may stray this far outside [0, 1] (then clipped)
-
-
-def to_rgb_float(image, name="image"):
-    """An image path or array as ``[H, W, 3]`` float32 in [0, 1].
-
-    The contract for arrays: uint8 in 0-255, uint16 in 0-65535, or float in
-    [0, 1]; grayscale ``[H, W]`` or ``[H, W, 1]``, RGB, or RGBA (alpha dropped).
-    Files are read at their real range (:func:`vidcorr.io.video.read_image`).
-
-    Raises:
-      UserError: for unreadable files, arrays of another shape or type, float
-        values outside [0, 1] (e.g. 0-255 data as float) and NaN or inf.
-    """
-    if isinstance(image, str):
-        image = read_image(image)
-    arr = np.asarray(image)
-    if arr.dtype.kind not in "uif" or arr.dtype == np.bool_:
-        raise UserError("%s must be a numeric image array (uint8, uint16 or float), got "
-                        "dtype %s" % (name, arr.dtype))
-    if arr.ndim == 2:
-        arr = arr[..., None]
-    if arr.ndim != 3 or arr.shape[2] not in (1, 3, 4):
-        raise UserError("%s must be [H, W], [H, W, 1], [H, W, 3] or [H, W, 4], got shape %s"
-                        % (name, arr.shape))
-    if arr.size == 0:
-        raise UserError("%s is empty (shape %s)" % (name, arr.shape))
-    arr = arr[..., :3] if arr.shape[2] >= 3 else np.repeat(arr, 3, axis=2)
-    if arr.dtype == np.uint8:
-        return arr.astype(np.float32) / 255.0
-    if arr.dtype == np.uint16:
-        return arr.astype(np.float32) / 65535.0
-    if arr.dtype.kind in "iu":
-        raise UserError("%s: integer images must be uint8 (0-255) or uint16 (0-65535), got "
-                        "%s; convert it with .astype(np.uint8) or divide by 255.0"
-                        % (name, arr.dtype))
-    if not np.all(np.isfinite(arr)):
-        raise UserError("%s has NaN or infinite values" % name)
-    lo, hi = float(arr.min()), float(arr.max())
-    if lo < -FLOAT_TOLERANCE or hi > 1 + FLOAT_TOLERANCE:
-        raise UserError("%s: float images must be in [0, 1], got values from %g to %g%s"
-                        % (name, lo, hi, " (0-255 data? divide by 255.0)" if hi <= 255 else ""))
-    return np.clip(arr.astype(np.float32), 0.0, 1.0)
 
 
 def refine_peaks(peak_xy, patch, width, height):
@@ -222,148 +174,68 @@ def _unwarp(pos, fields):
     return np.stack([pos[:, f] + sample_field(fields[f], pos[:, f]) for f in (0, 1)], axis=1)
 
 
-def _smooth(field, size, sigma=0, confidence=None):
-    """A dense ``[H, W, 2]`` displacement field median-filtered ``size`` x ``size`` (0, 1: as is),
-    then averaged by a Gaussian of ``sigma`` weighted by ``confidence [H, W]`` (0: not)."""
-    field = np.asarray(field, np.float64)
-    if size > 1:
-        field = np.stack([ndimage.median_filter(field[..., c], size, mode="nearest")
-                          for c in range(2)], axis=-1)
-    if sigma > 0:
-        c = np.maximum(np.asarray(confidence, np.float64), 0) + MIN_CONFIDENCE_WEIGHT
-        den = ndimage.gaussian_filter(c, sigma, mode="nearest")
-        field = np.stack([ndimage.gaussian_filter(c * field[..., k], sigma, mode="nearest") / den
-                          for k in range(2)], axis=-1)
-    return field.astype(np.float32)
-
-
 class Matcher(object):
     """Finds matches between two frames with a trained interpolation network.
 
     Args:
       checkpoint: a run directory or checkpoint prefix (default: the model
         shipped with the package).
-      norm: per-frame channel reduction of the sensitivity: l2, l1 or max.
-      radius: the second peak (for the confidence) is searched outside it.
-      memory_mb: memory budget of one batched backward pass (sets the chunk).
-      chunk: pixels per ``sess.run`` (overrides ``memory_mb``).
-      max_size: downscale pairs whose longer side exceeds it; matches are
-        mapped back to the original pixels.
+      options: a :class:`vidcorr.readout.options.MatchOptions` (default: its defaults).
       device: TensorFlow device (default: GPU if any, else CPU).
       threads: intra-op threads.
-      max_pixels_per_run: at most this many pixels per ``sess.run`` (default:
-        the whole grid in one).
-      refine: sub-pixel step on the 3x3 neighbourhood of each peak,
-        ``"centroid"`` or ``"quadratic"``.
-      levels: pyramid levels of the coarse-to-fine read-out (1: a single
-        read-out at full size; fewer are used when the coarsest level would
-        be smaller than 32 pixels).
-      min_confidence: matches whose confidence (peak ratio times texture,
-        :mod:`vidcorr.readout.confidence`) is below it are marked invalid (default
-        ``DEFAULT_MIN_CONFIDENCE``; 0 keeps all).
-      devices: spread every read-out's pixels over these devices (a list, or
-        a count N for the first N GPUs, or N virtual CPU devices without
+      devices: spread every sensitivity read-out's pixels over these devices (a
+        list, or a count N for the first N GPUs, or N virtual CPU devices without
         GPUs); one replica of the pass per device, the same matches.
-      max_seconds: refuse pairs whose estimated time is above it, or whose
-        estimated memory exceeds the machine's (:mod:`vidcorr.readout.budget`), with
-        the ``max_size`` that would fit; 0 or None: no time limit.
-      upsample: 2 or 4 adds a read-out of the residual at that many times
-        the size after the finest level (sub-pixel motion out of the
-        read-out's whole-pixel dead zone); 1: none.
-      readout: ``"sensitivity"`` (the exact read-out: a backward pass per grid
-        point, any network) or ``"kernel"`` (the kernel head's blend weights:
-        one forward pass per level for every pixel, :mod:`vidcorr.readout.blend`).
-      statistic: the kernel read-out's position from the weights
-        (``"centroid"``, ``"local"`` or ``"argmax"``).
-      temperature: the kernel read-out's softmax temperature.
-      smooth: the kernel read-out's median filter on the coarse levels' dense
-        fields (its size; 0: none).
-      sigma: then a confidence-weighted Gaussian of this many pixels on them
-        (0: none).
-      passes: the kernel read-out's passes per level: each pass after the
-        first warps the pair by the previous pass's dense fields and reads
-        the residual again.
+      **settings: any :class:`~vidcorr.readout.options.MatchOptions` field, over
+        ``options``: ``readout`` (``"sensitivity"``, the exact read-out, a
+        backward pass per grid point; ``"kernel"``, the kernel head's blend
+        weights, one forward pass per level for every pixel), ``levels``,
+        ``upsample``, ``min_confidence``, ``max_seconds``, ``max_size``, ...
 
     Raises:
-      UserError: for a missing or incompatible checkpoint, bad ``levels``,
-        ``refine`` or ``upsample``.
+      UserError: for a missing or incompatible checkpoint, an unknown option or
+        a bad value (one line naming it).
     """
 
-    def __init__(self, checkpoint=None, norm="l2", radius=4, memory_mb=1024, chunk=None,
-                 max_size=None, device=None, threads=None, max_pixels_per_run=None,
-                 levels=DEFAULT_LEVELS, refine="centroid", min_confidence=None,
-                 max_seconds=DEFAULT_MAX_SECONDS, devices=None, upsample=1,
-                 readout=DEFAULT_READOUT, statistic=DEFAULT_STATISTIC, temperature=DEFAULT_TEMPERATURE,
-                 smooth=DEFAULT_SMOOTH, passes=DEFAULT_PASSES, sigma=DEFAULT_SIGMA):
-        if readout not in READOUTS:
-            raise UserError("readout must be one of %s, got %r" % (", ".join(READOUTS), readout))
-        if statistic not in STATISTICS:
-            raise UserError("statistic must be one of %s, got %r"
-                            % (", ".join(STATISTICS), statistic))
-        if isinstance(smooth, bool) or not isinstance(smooth, (int, np.integer)) or smooth < 0:
-            raise UserError("smooth must be an integer >= 0 (a median's size), got %r"
-                            % (smooth,))
-        if isinstance(temperature, bool) or not isinstance(
-                temperature, (int, float)) or not temperature > 0:
-            raise UserError("temperature must be a positive number, got %r" % (temperature,))
-        self.readout, self.statistic = readout, statistic
-        if isinstance(passes, bool) or not isinstance(passes, (int, np.integer)) or passes < 1:
-            raise UserError("passes must be an integer >= 1, got %r" % (passes,))
-        self.temperature, self.smooth, self.passes = float(temperature), int(smooth), int(passes)
-        if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not sigma >= 0:
-            raise UserError("sigma must be a number >= 0 (0: no smoothing), got %r" % (sigma,))
-        self.sigma = float(sigma)
-        if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
-            raise UserError("levels must be an integer >= 1, got %r" % (levels,))
-        if isinstance(upsample, bool) or upsample not in UPSAMPLES:
-            raise UserError("upsample must be one of %s, got %r"
-                            % (", ".join(map(str, UPSAMPLES)), upsample))
-        self.upsample = int(upsample)
-        if refine not in REFINEMENTS:
-            raise UserError("refine must be one of %s, got %r"
-                            % (", ".join(REFINEMENTS), refine))
-        if max_size is not None and (isinstance(max_size, bool) or not isinstance(
-                max_size, (int, np.integer)) or max_size < MIN_SIZE):
-            raise UserError("max_size must be an integer of at least %d pixels, got %r"
-                            % (MIN_SIZE, max_size))
-        min_confidence = DEFAULT_MIN_CONFIDENCE if min_confidence is None else min_confidence
-        if not 0 <= min_confidence <= 1:
-            raise UserError("min_confidence must be in [0, 1], got %r" % (min_confidence,))
-        self.min_confidence = float(min_confidence)
-        self.refine = REFINEMENTS[refine]
-        self.levels = levels
+    def __init__(self, checkpoint=None, options=None, device=None, threads=None, devices=None,
+                 **settings):
+        self.options = (options if options is not None else MatchOptions()).replace(**settings)
+        self.refine = REFINEMENTS[self.options.refine]
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
                 raise UserError("no checkpoint given and no default model is installed; pass a "
                                 "run directory or checkpoint prefix")
             checkpoint = DEFAULT_MODEL
         self.checkpoint, self.spec, values = find_model(checkpoint)
-        if readout == "kernel" and not self.spec.kernel_size:
+        if self.options.readout == "kernel" and not self.spec.kernel_size:
             raise UserError("readout 'kernel' needs a network with a kernel head "
                             "(model.kernel_size > 0); %s synthesises its output directly: use "
                             "readout 'sensitivity'" % self.checkpoint)
         self.weights = fold_batch_norm(values)
-        self.norm, self.radius, self.memory_mb, self.chunk = norm, radius, memory_mb, chunk
-        self.max_size, self.device, self.threads = max_size, device, threads
-        self.max_pixels_per_run = max_pixels_per_run
-        self.max_seconds = max_seconds
+        self.device, self.threads = device, threads
         if isinstance(devices, int) and not isinstance(devices, bool):
             if devices < 1:
                 raise UserError("devices must be at least 1, got %d" % devices)
             devices = tower_devices(devices) if devices > 1 else None
         self.devices = list(devices) if devices else None
         self._graphs, self._predictors, self._blend_graphs = {}, {}, {}
-        self._dense_conf = None
+        self.build_seconds = 0.0  # time spent building graphs, for timing the read-outs
+
+    def _built(self, cache, key, build):
+        """``cache[key]``, built (and its building timed) on first use."""
+        if key not in cache:
+            start = time.time()
+            cache[key] = build()
+            self.build_seconds += time.time() - start
+        return cache[key]
 
     def graph_for(self, height, width):
         """The cached :class:`SensitivityGraph` for an image size (built on first use)."""
-        key = (height, width)
-        if key not in self._graphs:
-            chunk = self.chunk or chunk_for_budget(self.spec, height, width, self.memory_mb)
-            self._graphs[key] = SensitivityGraph(
-                self.spec, height, width, self.weights, chunk, self.norm, self.radius,
-                self.device, self.threads, self.max_pixels_per_run, devices=self.devices)
-        return self._graphs[key]
+        o = self.options
+        chunk = o.chunk or chunk_for_budget(self.spec, height, width, o.memory_mb)
+        return self._built(self._graphs, (height, width), lambda: SensitivityGraph(
+            self.spec, height, width, self.weights, chunk, o.norm, o.radius, self.device,
+            self.threads, o.max_pixels_per_run, devices=self.devices))
 
     def _prepare(self, frame_t, frame_t2):
         a, b = to_rgb_float(frame_t, "frame_t"), to_rgb_float(frame_t2, "frame_t2")
@@ -375,8 +247,8 @@ class Matcher(object):
             raise UserError("images must be at least %d pixels on each side, got %dx%d"
                             % (MIN_SIZE, w, h))
         scale = 1.0
-        if self.max_size and max(h, w) > self.max_size:
-            scale = self.max_size / float(max(h, w))
+        if self.options.max_size and max(h, w) > self.options.max_size:
+            scale = self.options.max_size / float(max(h, w))
             nh, nw = max(MIN_SIZE, int(round(h * scale))), max(MIN_SIZE, int(round(w * scale)))
             a, b = resize_float(a, nh, nw), resize_float(b, nh, nw)
         return a, b, (h, w)
@@ -405,14 +277,11 @@ class Matcher(object):
         a, b, (h, w) = self._prepare(frame_t, frame_t2)
         nh, nw = a.shape[:2]
         points = grid_points(nh, nw, stride, offset)
-        levels = levels_that_fit(nh, nw, self.levels, MIN_SIZE)
-        check_budget(self.spec, nh, nw, stride,
-                     lambda hh, ww: levels_that_fit(hh, ww, self.levels, MIN_SIZE),
-                     self.memory_mb, 2 if consistency else 1, self.max_seconds, min_size=MIN_SIZE,
-                     upsample=self.upsample, readout=self.readout, level_passes=self.passes)
+        levels = levels_that_fit(nh, nw, self.options.levels, MIN_SIZE)
+        check_budget(self.spec, nh, nw, stride, self.options, passes=2 if consistency else 1)
         pos, peak, ratio = self._read_out(a, b, points, stride, levels, progress, "pixels")
-        conf = match_confidence(ratio, a, b, pos, self.radius)  # [N]
-        valid = conf >= self.min_confidence
+        conf = match_confidence(ratio, a, b, pos, self.options.radius)  # [N]
+        valid = conf >= self.options.min_confidence
         if consistency:
             back, _, _ = self._read_out(b, a, points, stride, levels, progress, "swapped")
             valid &= np.all(np.abs(back[:, ::-1] - pos) <= tolerance, axis=(1, 2))
@@ -438,7 +307,7 @@ class Matcher(object):
           finest level.
         """
         h, w = a.shape[:2]
-        plan = read_out_plan(h, w, levels, stride, self.upsample)
+        plan = read_out_plan(h, w, levels, stride, self.options.upsample)
         pyr_a, pyr_b = build_pyramid(a, levels), build_pyramid(b, levels)
         fields = None  # (d1, d3): where frames t and t+2 show a middle-frame pixel
         for i, level in enumerate(plan):
@@ -455,77 +324,68 @@ class Matcher(object):
                     fields = [upsample_field(f, lh, lw) for f in fields]
                 grid = points if level.index == 0 else grid_points(lh, lw, level.step)
                 name = desc if len(plan) == 1 else "%s (level %d)" % (desc, level.index)
-            passes = self.passes if self.readout == "kernel" else 1
+            passes = self.options.passes if self.options.readout == "kernel" else 1
+            coarse = level.index > 0 and s <= 1
             for n in range(passes):
                 pos, peak, conf, dense = self._read_warped(base_a, base_b, fields, grid,
-                                                           progress, name)
+                                                           progress, name, coarse)
                 if last and n + 1 == passes:
                     break
-                if dense is not None:
-                    coarse = level.index > 0 and s <= 1
-                    fields = [_smooth(dense[:, :, f] - _pixels(lh, lw),
-                                      self.smooth if coarse else 0,
-                                      self.sigma if coarse else 0, self._dense_conf)
-                              for f in (0, 1)]
+                if dense is not None:  # the read-out's own dense fields
+                    fields = [dense[:, :, f] for f in (0, 1)]
                 else:
                     fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, level.step)
                               for f in (0, 1)]
-        if self.upsample > 1:
-            pos = pos / float(self.upsample)
+        if self.options.upsample > 1:
+            pos = pos / float(self.options.upsample)
         return pos, peak, conf
 
-    def _read_warped(self, base_a, base_b, fields, grid, progress, desc):
+    def _read_warped(self, base_a, base_b, fields, grid, progress, desc, coarse=False):
         """One level's read-out of the pair warped by ``fields`` (None: as it is) at the
         points ``grid``, its positions mapped back through the warp.
 
         Returns:
           ``(pos [N, 2, 2], peak [N, 2], confidence [N], dense)``: positions in the
-          pair's pixels; ``dense`` is ``[H, W, 2, 2]`` positions of every pixel
-          (blend weights, warped on the device) or None (sensitivity).
+          pair's pixels; ``dense`` is ``[H, W, 2, 2]`` displacements of every pixel
+          (blend weights, warped on the device; median-filtered and smoothed there on a
+          ``coarse`` level) or None (sensitivity).
         """
-        if self.readout == "kernel":
+        if self.options.readout == "kernel":
             lh, lw = base_a.shape[:2]
-            res = self.blend_graph_for(lh, lw).run(base_a, base_b, fields)
-            dense = res["position"].astype(np.float64)  # [H, W, 2, 2]
-            self._dense_conf = blend_confidence(res["peak"], res["mass"])  # [H, W]
+            res = self.blend_graph_for(lh, lw).run(base_a, base_b, fields, smoothed=coarse)
             gx, gy = grid[:, 0], grid[:, 1]
-            return dense[gy, gx], res["peak"][gy, gx], self._dense_conf[gy, gx], dense
+            dense = res["fields"] if coarse else res["position"] - _pixels(lh, lw)[:, :, None]
+            return (res["position"][gy, gx].astype(np.float64), res["peak"][gy, gx],
+                    blend_confidence(res["peak"][gy, gx]), dense)
         img_a, img_b = base_a, base_b
         if fields is not None:
             img_a, img_b = warp(base_a, fields[0]), warp(base_b, fields[1])
-        pos, peak, conf, dense = self._level(img_a, img_b, grid, progress, desc)
+        pos, peak, conf = self._level(img_a, img_b, grid, progress, desc)
         if fields is not None:  # a peak in a warped frame: map it back through the warp
             pos = _unwarp(pos, fields)
-            dense = None if dense is None else _unwarp(
-                dense.reshape(-1, 2, 2), fields).reshape(dense.shape)
-        return pos, peak, conf, dense
+        return pos, peak, conf, None
 
     def _level(self, img_a, img_b, grid, progress, desc):
         """The sensitivity read-out of a (warped) pair at the points ``grid``:
-        ``(pos [N, 2, 2], peak [N, 2], confidence [N], None)``."""
+        ``(pos [N, 2, 2], peak [N, 2], confidence [N])``."""
         lh, lw = img_a.shape[:2]
         graph = self.graph_for(lh, lw)
         graph.set_images(img_a, img_b)
         res = graph.run(grid, progress=progress, desc=desc)
         pos = self.refine(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
-        return pos, res["peak"], peak_ratio(res["peak"], res["second"]), None
+        return pos, res["peak"], peak_ratio(res["peak"], res["second"])
 
     def blend_graph_for(self, height, width):
         """The cached :class:`vidcorr.readout.blend.BlendGraph` for an image size."""
-        key = (height, width)
-        if key not in self._blend_graphs:
-            self._blend_graphs[key] = BlendGraph(self.spec, height, width, self.weights,
-                                                 self.statistic, self.temperature, self.device,
-                                                 self.threads)
-        return self._blend_graphs[key]
+        return self._built(self._blend_graphs, (height, width), lambda: BlendGraph(
+            self.spec, height, width, self.weights, self.options.statistic,
+            self.options.temperature, self.options.smooth, self.options.sigma, self.device,
+            self.threads))
 
     def predictor_for(self, height, width):
         """The cached forward-only :class:`vidcorr.readout.inference.Predictor` for an image size."""
-        key = (height, width)
-        if key not in self._predictors:
-            self._predictors[key] = Predictor(self.spec, height, width, self.weights,
-                                              self.device, self.threads)
-        return self._predictors[key]
+        return self._built(self._predictors, (height, width), lambda: Predictor(
+            self.spec, height, width, self.weights, self.device, self.threads))
 
     def predict(self, frame_t, frame_t2):
         """The network's middle frame for a pair (at the matching size), ``[H, W, 3]``."""

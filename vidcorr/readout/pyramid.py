@@ -43,13 +43,14 @@ from scipy import ndimage
 from vidcorr.errors import UserError
 from vidcorr.io.video import resize_float
 
-__all__ = ["Level", "read_out_plan", "grid_points", "MAX_COARSE_STRIDE", "build_pyramid",
+__all__ = ["MIN_SIZE", "Level", "read_out_plan", "grid_points", "MAX_COARSE_STRIDE", "build_pyramid",
            "densify", "warp", "sample_field", "upsample_field",
            "upsample_exact", "upsampled_size", "levels_that_fit", "DEFAULT_LEVELS", "UPSAMPLES"]
 
 DEFAULT_LEVELS = 3  # measured: Motorcycle acc@5 0.23 with one level, 0.83 with three
 UPSAMPLES = (1, 2, 4)  # the read-out's optional finer level (1: none)
 MIN_CONFIDENCE_WEIGHT = 1e-3  # so a grid of zero confidences still gives a field
+MIN_SIZE = 32  # the smallest image side the network takes
 MAX_COARSE_STRIDE = 8  # coarse levels read out at least this densely (their fields need it)
 
 Level = collections.namedtuple("Level", ["index", "height", "width", "step", "points", "scale"])

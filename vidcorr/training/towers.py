@@ -1,4 +1,7 @@
-"""Data-parallel towers: one copy of MIND per device on an equal share of the batch.
+"""The training step, on one device or as data-parallel towers over several.
+
+With one device (the default) the step is the network, its loss and the
+optimizer's update, placed by TensorFlow (the GPU when there is one).
 
 ``train.num_devices: N`` (``scripts/train.py --devices N``) splits every
 batch over N devices: the GPUs when there are that many, otherwise N virtual
@@ -16,6 +19,7 @@ in-step average across devices would need a synchronisation in every layer
 """
 
 import collections
+import contextlib
 
 from vidcorr.compat import tf, tower_devices
 from vidcorr.model.losses import training_loss
@@ -53,13 +57,18 @@ def build_towers(config, optimizer, inputs, targets, is_training, quantize, glob
       the train op, the averaged ``(gradient, variable)`` pairs, the network's
       variables and the devices.
     """
-    devices = tower_devices(config.train.num_devices)
-    shares_in = tf.split(inputs, len(devices))  # n x [B/n, h, w, 6]
-    shares_tg = tf.split(targets, len(devices))  # n x [B/n, h, w, 3]
+    n = config.train.num_devices
+    if n == 1:  # one step, placed by TensorFlow
+        devices, shares_in, shares_tg = [None], [inputs], [targets]
+    else:
+        devices = tower_devices(n)
+        shares_in = tf.split(inputs, n)  # n x [B/n, h, w, 6]
+        shares_tg = tf.split(targets, n)  # n x [B/n, h, w, 3]
     predictions, losses, grads, variables = [], [], [], None
     for i, device in enumerate(devices):
-        with tf.device(_placer(device)), tf.name_scope("tower%d" % i), \
-                tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
+        place = contextlib.ExitStack() if device is None else tf.device(_placer(device))
+        scope = contextlib.ExitStack() if device is None else tf.name_scope("tower%d" % i)
+        with place, scope, tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
             pred = mind(shares_in[i], is_training, quantize, config.model.network_spec(),
                         config.model.num_bits, name=MODEL_SCOPE,
                         update_moving=i == 0)  # [B/n, h, w, 3]
@@ -70,6 +79,9 @@ def build_towers(config, optimizer, inputs, targets, is_training, quantize, glob
                 loss, var_list=tf.trainable_variables(MODEL_SCOPE)))
             predictions.append(pred)
             losses.append(loss)
+    if n == 1:
+        train_op = optimizer.apply_gradients(grads[0], global_step=global_step)
+        return Towers(predictions[0], losses[0], train_op, grads[0], variables, devices)
     with tf.device(PARAMETER_DEVICE):
         averaged = [(tf.add_n([g for g, _ in per_tower]) / float(len(devices)), per_tower[0][1])
                     for per_tower in zip(*grads)]  # one (gradient, variable) per tower

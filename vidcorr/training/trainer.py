@@ -36,9 +36,7 @@ from vidcorr.compat import session_config, tf
 from vidcorr.model.config import config_from_dict
 from vidcorr.training.data import TripletData
 from vidcorr.errors import UserError
-from vidcorr.model.losses import psnr, psnr_numpy, reconstruction_loss_numpy, training_loss
-from vidcorr.model.network import mind
-from vidcorr.model.spec import MODEL_SCOPE
+from vidcorr.model.losses import psnr, psnr_numpy, reconstruction_loss_numpy
 from vidcorr.training.towers import build_towers
 
 __all__ = ["Trainer", "TrainingDiverged", "learning_rate", "train"]
@@ -210,22 +208,12 @@ class Trainer(object):
                          if c.model.quantize else False)
         self.lr = learning_rate(c.train, self.global_step)
         optimizer = self._optimizer(tf.train.AdamOptimizer(self.lr))
-        if c.train.num_devices == 1:
-            self.prediction = mind(self.inputs, self.is_training, self.quantize,
-                                   c.model.network_spec(), c.model.num_bits, name=MODEL_SCOPE)
-            self.network_variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
-            self.loss = training_loss(self.prediction, self.targets, c.train)
-            self.grads_and_vars = optimizer.compute_gradients(
-                self.loss, var_list=tf.trainable_variables(MODEL_SCOPE))
-            self.train_op = optimizer.apply_gradients(self.grads_and_vars,
-                                                      global_step=self.global_step)
-            self.devices = [None]
-        else:  # data-parallel towers (vidcorr/training/towers.py)
-            tower = build_towers(c, optimizer, self.inputs, self.targets, self.is_training,
-                                 self.quantize, self.global_step)
-            self.prediction, self.loss, self.train_op = tower.prediction, tower.loss, tower.train_op
-            self.grads_and_vars, self.network_variables = tower.grads_and_vars, tower.variables
-            self.devices = tower.devices
+        # One device or data-parallel towers (vidcorr/training/towers.py).
+        step = build_towers(c, optimizer, self.inputs, self.targets, self.is_training,
+                            self.quantize, self.global_step)
+        self.prediction, self.loss, self.train_op = step.prediction, step.loss, step.train_op
+        self.grads_and_vars, self.network_variables = step.grads_and_vars, step.variables
+        self.devices = step.devices
         self.psnr = psnr(self.prediction, self.targets)
         average = 0.5 * (self.inputs[..., :3] + self.inputs[..., 3:])  # [B, h, w, 3]
         self.summary_op = tf.summary.merge([
