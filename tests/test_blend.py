@@ -150,7 +150,7 @@ def test_pyramid_with_the_kernel_readout_recovers_a_24_pixel_translation():
 
 
 def test_bad_readout_options_are_one_line_errors(random_kernel_checkpoint):
-    for kwargs, message in (({"readout": "blend"}, "readout must be one of sensitivity, kernel"),
+    for kwargs, message in (({"readout": "blend"}, "readout must be one of auto, kernel, sensitivity"),
                             ({"statistic": "mean"}, "statistic must be one of"),
                             ({"temperature": 0}, "temperature must be a positive number"),
                             ({"smooth": -1}, "smooth must be an integer >= 0"),
@@ -201,3 +201,11 @@ def test_graph_smoothing_equals_scipy_median_and_weighted_gaussian(sess, rng):
     got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 3.0))
     inner = np.s_[16:-16, 16:-16]  # away from the border, whose padding differs
     np.testing.assert_allclose(got[inner], expected[inner], atol=1e-4)
+
+
+def test_auto_readout_follows_the_network(random_kernel_checkpoint, random_checkpoint):
+    with_head = Matcher(random_kernel_checkpoint)
+    without = Matcher(random_checkpoint)
+    assert (with_head.options.readout, without.options.readout) == ("kernel", "sensitivity")
+    with_head.close()
+    without.close()

@@ -134,9 +134,10 @@ def correspond_main(argv=None):
                         help="also read out at 2 or 4 times the size after the finest level: "
                              "sub-pixel motion, 3-4x the time with 2 (default 1: none)")
     parser.add_argument("--readout", choices=READOUTS, default=DEFAULT_READOUT,
-                        help="sensitivity: the exact read-out, a backward pass per grid point; "
-                             "kernel: the kernel head's blend weights, one forward pass per "
-                             "level for every pixel (default %(default)s)")
+                        help="kernel: the kernel head's blend weights, one forward pass per "
+                             "level for every pixel; sensitivity: the exact read-out, a "
+                             "backward pass per grid point; auto (the default): kernel where "
+                             "the network has a kernel head")
     parser.add_argument("--consistency", action="store_true",
                         help="keep only matches that agree with the swapped pair")
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB,

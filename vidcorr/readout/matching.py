@@ -207,6 +207,9 @@ class Matcher(object):
                                 "run directory or checkpoint prefix")
             checkpoint = DEFAULT_MODEL
         self.checkpoint, self.spec, values = find_model(checkpoint)
+        if self.options.readout == "auto":
+            self.options = self.options.replace(
+                readout="kernel" if self.spec.kernel_size else "sensitivity")
         if self.options.readout == "kernel" and not self.spec.kernel_size:
             raise UserError("readout 'kernel' needs a network with a kernel head "
                             "(model.kernel_size > 0); %s synthesises its output directly: use "
@@ -325,10 +328,10 @@ class Matcher(object):
                 grid = points if level.index == 0 else grid_points(lh, lw, level.step)
                 name = desc if len(plan) == 1 else "%s (level %d)" % (desc, level.index)
             passes = self.options.passes if self.options.readout == "kernel" else 1
-            coarse = level.index > 0 and s <= 1
+            handing_on = s <= 1  # fields a pyramid level hands on are smoothed
             for n in range(passes):
                 pos, peak, conf, dense = self._read_warped(base_a, base_b, fields, grid,
-                                                           progress, name, coarse)
+                                                           progress, name, handing_on)
                 if last and n + 1 == passes:
                     break
                 if dense is not None:  # the read-out's own dense fields
@@ -340,21 +343,21 @@ class Matcher(object):
             pos = pos / float(self.options.upsample)
         return pos, peak, conf
 
-    def _read_warped(self, base_a, base_b, fields, grid, progress, desc, coarse=False):
+    def _read_warped(self, base_a, base_b, fields, grid, progress, desc, smoothed=False):
         """One level's read-out of the pair warped by ``fields`` (None: as it is) at the
         points ``grid``, its positions mapped back through the warp.
 
         Returns:
           ``(pos [N, 2, 2], peak [N, 2], confidence [N], dense)``: positions in the
           pair's pixels; ``dense`` is ``[H, W, 2, 2]`` displacements of every pixel
-          (blend weights, warped on the device; median-filtered and smoothed there on a
-          ``coarse`` level) or None (sensitivity).
+          (blend weights, warped on the device; ``smoothed`` there, as the fields a
+          level hands on, :func:`vidcorr.readout.blend.smooth_field`) or None (sensitivity).
         """
         if self.options.readout == "kernel":
             lh, lw = base_a.shape[:2]
-            res = self.blend_graph_for(lh, lw).run(base_a, base_b, fields, smoothed=coarse)
+            res = self.blend_graph_for(lh, lw).run(base_a, base_b, fields, smoothed=smoothed)
             gx, gy = grid[:, 0], grid[:, 1]
-            dense = res["fields"] if coarse else res["position"] - _pixels(lh, lw)[:, :, None]
+            dense = res["fields"] if smoothed else res["position"] - _pixels(lh, lw)[:, :, None]
             return (res["position"][gy, gx].astype(np.float64), res["peak"][gy, gx],
                     blend_confidence(res["peak"][gy, gx]), dense)
         img_a, img_b = base_a, base_b

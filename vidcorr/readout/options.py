@@ -30,8 +30,8 @@ __all__ = ["MatchOptions", "READOUTS", "DEFAULT_READOUT", "STATISTICS", "DEFAULT
            "NORMS", "REFINE_METHODS", "MIN_SIZE", "DEFAULT_MEMORY_MB", "DEFAULT_SMOOTH",
            "DEFAULT_PASSES", "DEFAULT_TEMPERATURE", "DEFAULT_SIGMA"]
 
-READOUTS = ("sensitivity", "kernel")
-DEFAULT_READOUT = "sensitivity"
+READOUTS = ("auto", "kernel", "sensitivity")
+DEFAULT_READOUT = "auto"  # kernel for a network with a kernel head, else sensitivity
 STATISTICS = ("centroid", "local", "argmax")  # the kernel read-out's position from the weights
 DEFAULT_STATISTIC = "centroid"
 NORMS = ("l2", "l1", "max")  # the sensitivity's reduction over a frame's channels
@@ -40,7 +40,7 @@ DEFAULT_MEMORY_MB = 1024  # one batched backward pass's budget
 # The kernel read-out's defaults, chosen on the evaluation pairs (docs/readouts.md).
 DEFAULT_TEMPERATURE = 2.0  # the softmax's temperature: flatter weights, a less biased centroid
 DEFAULT_SMOOTH = 0  # a median over the coarse levels' dense fields (0: none; slow when large)
-DEFAULT_SIGMA = 6.0  # then a confidence-weighted Gaussian of this many pixels on them
+DEFAULT_SIGMA = 10.0  # then a confidence-weighted Gaussian of this many pixels on them
 DEFAULT_PASSES = 2  # passes per level, each warping by the previous one's fields
 
 
@@ -57,7 +57,9 @@ class MatchOptions:
     """How pairs are read out (every field has a default; see :class:`vidcorr.Matcher`).
 
     Attributes:
-      readout: ``"sensitivity"`` or ``"kernel"``.
+      readout: ``"kernel"`` (the blend weights), ``"sensitivity"`` (the exact
+        read-out) or ``"auto"``: kernel for a network with a kernel head, else
+        sensitivity.
       levels: pyramid levels of the coarse-to-fine read-out (fewer where the
         coarsest would be under ``MIN_SIZE`` pixels).
       upsample: 2 or 4 adds a read-out of the residual at that many times the size
@@ -75,7 +77,8 @@ class MatchOptions:
       statistic: the kernel read-out's position, ``centroid``, ``local`` or ``argmax``.
       temperature: the kernel read-out's softmax temperature.
       passes: the kernel read-out's passes per level.
-      smooth: the median (its size; 0: none) on the kernel read-out's coarse fields.
+      smooth: the median (its size; 0: none) on the fields a level of the kernel
+        read-out hands on (to its next pass or the next level).
       sigma: then a confidence-weighted Gaussian of this many pixels (0: none).
     """
     readout: str = DEFAULT_READOUT
