@@ -161,11 +161,11 @@ def test_pyramid_mechanics_recover_motion_beyond_the_reach(monkeypatch):
     # and middle(p) = frame_t2(p + (12, 4))
     frame_t = image[8 + 4:8 + 4 + h, 24 + 12:24 + 12 + w]
     frame_t2 = image[8 - 4:8 - 4 + h, 24 - 12:24 - 12 + w]
-    matcher = Matcher(levels=3)
+    matcher = Matcher(levels=3, readout="sensitivity")  # its graphs replaced by block matching
     monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
     errors = {}
     for levels in (1, 3):
-        matcher.levels = levels
+        matcher.options = matcher.options.replace(levels=levels)
         m = matcher.match(frame_t, frame_t2, stride=8, offset=4)
         inner = ((m.grid[:, 0] >= 40) & (m.grid[:, 0] < w - 40) &
                  (m.grid[:, 1] >= 16) & (m.grid[:, 1] < h - 16))
@@ -186,7 +186,7 @@ def test_pyramid_finds_a_large_translation_with_the_default_model():
     frame_t2 = image[:h, 2 * v + v:2 * v + v + w]
     errors = {}
     for levels in (1, 3):
-        matcher = Matcher(levels=levels)
+        matcher = Matcher(levels=levels, readout="sensitivity")  # the kernel's: test_blend.py
         m = matcher.match(frame_t, frame_t2, stride=16, offset=8)
         matcher.close()
         inner = (m.grid[:, 0] >= 2 * v) & (m.grid[:, 0] < w - 2 * v)  # both matches in view
@@ -209,7 +209,7 @@ def test_finer_read_out_mechanics_halve_the_sub_pixel_error(monkeypatch):
     frame_t2 = ndimage.shift(image, (0, -1.5, 0), order=3, mode="nearest")
     errors = {}
     for upsample in (1, 2):
-        matcher = Matcher(levels=1, upsample=upsample)
+        matcher = Matcher(levels=1, upsample=upsample, readout="sensitivity")
         monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
         m = matcher.match(frame_t, frame_t2, stride=8, offset=4)
         inner = (m.grid[:, 0] >= 16) & (m.grid[:, 0] < 192 - 16)

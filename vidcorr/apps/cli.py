@@ -258,7 +258,7 @@ def evaluate_main(argv=None):
         parser.error("--upsample: expected integers like 2 or 1,2, got %r" % args.upsample)
     readouts = tuple(r.strip() for r in args.readout.split(",") if r.strip()) or (None,)
     for r in readouts:
-        if r not in READOUTS:
+        if r is not None and r not in READOUTS:
             parser.error("--readout: expected %s or a comma list of them, got %r"
                          % (" or ".join(READOUTS), args.readout))
     with quiet_stderr(not args.verbose):

@@ -7,10 +7,10 @@ taps gives non-negative weights summing to 1, and
 
     out(p) = sum_j sum_(dy, dx) w_(j, dy, dx)(p) * frame_j(p + (dy, dx)),
 
-with zeros outside the image. Why: a direct-synthesis network trained for an
-hour on a CPU learned to *sharpen* the frame average instead of moving content,
-so its sensitivity peaks stayed at the pixel itself and its matches were
-zero flow. A softmax blend cannot sharpen; to lower the loss where things
+with zeros outside the image. Why: a direct-synthesis network can lower its
+loss by *sharpening* the frame average instead of moving content, so its
+sensitivity peaks stay at the pixel itself and its matches are zero flow. A
+softmax blend cannot sharpen; to lower the loss where things
 move it must put its weight on the displaced pixels, which is exactly what the
 gradient read-out looks for. The sensitivity of out(p) is then the weights
 themselves (the *direct* term) plus the gradient through the logits (the

@@ -192,6 +192,7 @@ def smooth_field(field, confidence, size, sigma):
     Gaussian of ``sigma`` pixels weighted by ``confidence [H, W]`` (0: not); the border is
     mirrored (``SYMMETRIC``). On the device: a coarse level's fields never visit the host."""
     h, w, c = field.shape.as_list()
+    size = min(size, h, w)  # the mirrored padding cannot exceed the image
     if size > 1:
         r = size // 2
         padded = tf.pad(field, [[r, size - 1 - r], [r, size - 1 - r], [0, 0]], "SYMMETRIC")
@@ -201,16 +202,21 @@ def smooth_field(field, confidence, size, sigma):
         n = size * size
         field = tf.nn.top_k(values, n // 2 + 1).values[..., -1]  # the median, [H, W, C]
     if sigma > 0:
-        r = int(np.ceil(4 * sigma))
-        g = np.exp(-0.5 * (np.arange(-r, r + 1) / float(sigma)) ** 2)
-        g = (g / g.sum()).astype(np.float32)
+        # the Gaussian to 4 sigma, or to the image's size where it is smaller (the mirrored
+        # padding cannot exceed it)
+        ry, rx = (min(int(np.ceil(4 * sigma)), n) for n in (h, w))
+
+        def taps(r):
+            g = np.exp(-0.5 * (np.arange(-r, r + 1) / float(sigma)) ** 2)
+            return (g / g.sum()).astype(np.float32)
+
         weight = tf.maximum(confidence, 0.0)[..., None] + MIN_CONFIDENCE_WEIGHT  # [H, W, 1]
 
         def blur(x):  # separable Gaussian of [H, W, C'], mirrored border
-            x = tf.pad(x, [[r, r], [r, r], [0, 0]], "SYMMETRIC")[None]  # [1, H+2r, W+2r, C']
+            x = tf.pad(x, [[ry, ry], [rx, rx], [0, 0]], "SYMMETRIC")[None]  # [1, H+2ry, W+2rx, C']
             cols = x.shape.as_list()[3]
-            kx = np.tile(g.reshape(1, -1, 1, 1), (1, 1, cols, 1))
-            ky = np.tile(g.reshape(-1, 1, 1, 1), (1, 1, cols, 1))
+            kx = np.tile(taps(rx).reshape(1, -1, 1, 1), (1, 1, cols, 1))
+            ky = np.tile(taps(ry).reshape(-1, 1, 1, 1), (1, 1, cols, 1))
             x = tf.nn.depthwise_conv2d(x, kx, [1, 1, 1, 1], "VALID")
             return tf.nn.depthwise_conv2d(x, ky, [1, 1, 1, 1], "VALID")[0]
 

@@ -8,10 +8,10 @@ coarse-to-fine read-out; :func:`check_budget` refuses work above a time limit
 or beyond the machine's memory, with the estimate and the ``--max-size`` (or
 stride) that would fit.
 
-The time scale ``SECONDS_PER_GFLOP`` was measured on the project's 2-core CPU
-(TensorFlow 2.21): Motorcycle at 384x259, stride 8, one level, 1584 points in
-100.9 s with a 10.4-GFLOP forward pass, i.e. 0.0061 s per GFLOP per point. A
-GPU or a larger CPU is faster; ``max_seconds=0`` turns the time guard off.
+The time scales ``SECONDS_PER_GFLOP`` (per grid point and GFLOP of the forward
+pass) and ``SECONDS_PER_FORWARD_GFLOP`` were measured on the project's 2-core CPU
+(docs/benchmarks.md); a GPU or a larger CPU is faster, and ``max_seconds=0``
+turns the time guard off.
 
 The blend-weight read-out (``readout="kernel"``) costs a forward pass per level and
 pass at the level's full size, whatever the stride; ``SECONDS_PER_FORWARD_GFLOP``

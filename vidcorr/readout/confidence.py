@@ -31,8 +31,8 @@ __all__ = ["TEXTURE_SCALE", "DEFAULT_MIN_CONFIDENCE", "min_eigenvalue", "texture
            "texture_at", "peak_ratio", "match_confidence"]
 
 TEXTURE_SCALE = (0.25 / 255.0) ** 2
-# Measured (benchmarks/confidence_study.py, default model, stride 8): 0.05 drops 0.2 % of
-# the correct (<= 5 px) matches of Motorcycle and of Grove3 and every match of a flat image.
+# Chosen with benchmarks/confidence_study.py and readout_study.py (docs/readouts.md): it
+# keeps nearly every correct match of the real pairs and no match of a flat image.
 DEFAULT_MIN_CONFIDENCE = 0.05
 
 

@@ -26,7 +26,8 @@ from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.model.config import config_from_dict
 from vidcorr.model.network import BN_EPSILON, mind
-from vidcorr.model.spec import CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan
+from vidcorr.model.spec import (CHANNEL_AXIS, ENCODER_CHANNELS, MODEL_SCOPE, NetworkSpec,
+                                layer_plan)
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
            "fake_quant_numpy", "quantize_values", "run_config", "find_model",
@@ -171,7 +172,7 @@ def spec_from_checkpoint(prefix, values=None):
     try:
         shapes = {name[len(MODEL_SCOPE) + 1:].rpartition("/")[0]: value.shape
                   for name, value in values.items() if name.endswith("/weights")}
-        width = shapes["enc1/conv1"][3] / 96.0
+        width = shapes["enc1/conv1"][3] / float(ENCODER_CHANNELS[0])  # the width multiplier
         out_kernel, _, _, out_channels = shapes["output"]
     except KeyError:
         raise UserError("checkpoint %s is not a MIND network" % prefix)

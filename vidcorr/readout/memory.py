@@ -17,10 +17,7 @@ __all__ = ["RUNTIME_BYTES", "MAX_CHUNK", "DENSE_FRACTION", "pixel_extent",
 
 # A window op costs about as much per position as the dense op, plus the gather of its
 # masks: the backward pass goes dense once a window covers more than this share of its
-# image. Measured with benchmarks/bench_scaling.py --fractions (README): at 544x768,
-# where a pixel's input window covers 51 %, 0.6 (windowed to the input) took 0.100 s
-# per pixel against 0.135 s with 0.5 and 0.145 s with 0.25; at 256x768 (dense at the
-# input whatever the share) 0.1, 0.25 and 0.5 were within the runs' noise.
+# image (chosen with benchmarks/bench_scaling.py --fractions; docs/benchmarks.md).
 DENSE_FRACTION = 0.6
 
 # TensorFlow itself, the weights and the graph (the memory model's constant part; the

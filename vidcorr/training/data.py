@@ -28,6 +28,8 @@ from vidcorr.io.video import load_frames
 
 __all__ = ["TripletData", "MAX_TRIES", "FOREGROUND_PROBABILITY"]
 
+VALIDATION_STREAM = 1000003  # seeds the validation triplets apart from every training stream
+
 MAX_TRIES = 50  # resamples before a static or cut triplet is accepted anyway
 FOREGROUND_PROBABILITY = 0.8  # layered triplets with a moving foreground (else background only)
 
@@ -189,7 +191,7 @@ class TripletData(object):
 
     def validation_set(self):
         """The fixed validation triplets: ``(inputs [N, h, w, 6], targets [N, h, w, 3])``."""
-        rng = np.random.RandomState([self.config.seed, 1000003])
+        rng = np.random.RandomState([self.config.seed, VALIDATION_STREAM])
         return self.batch(rng, self.config.val_triplets, validation=True)
 
     def batches(self, batch_size, seed, start_step=0):
