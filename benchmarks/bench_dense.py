@@ -68,17 +68,17 @@ def child(size, threads):
     start = time.perf_counter()
     matches = matcher.match(a, b, stride=1)
     total = time.perf_counter() - start
-    plan = read_out_plan(h, w, levels_that_fit(h, w, matcher.levels, 32), 1)
+    plan = read_out_plan(h, w, levels_that_fit(h, w, matcher.options.levels, 32), 1)
     forward, flops = 0.0, 0.0
     for level in plan:
         graph = matcher.blend_graph_for(level.height, level.width)
         img = np.zeros((level.height, level.width, 3), np.float32)
         graph.run(img, img)
         start = time.perf_counter()
-        for _ in range(matcher.passes):
+        for _ in range(matcher.options.passes):
             graph.run(img, img)
         forward += time.perf_counter() - start
-        flops += matcher.passes * forward_flops(level.height, level.width, matcher.spec)
+        flops += matcher.options.passes * forward_flops(level.height, level.width, matcher.spec)
     matcher.close()
     print(json.dumps({"size": size, "matches": len(matches), "seconds": total,
                       "forward": forward, "gflop": flops / 1e9,

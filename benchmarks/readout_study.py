@@ -48,6 +48,10 @@ VARIANTS = [
     {"statistic": "centroid", "temperature": 2.0, "passes": 2, "smooth": 0, "sigma": 4},
     {"statistic": "centroid", "temperature": 2.0, "passes": 3, "smooth": 0, "sigma": 4},
     {"statistic": "centroid", "temperature": 2.0, "passes": 2, "smooth": 5, "sigma": 4},
+    {"statistic": "centroid", "temperature": 2.0, "passes": 2, "smooth": 0, "sigma": 8},
+    {"statistic": "centroid", "temperature": 2.0, "passes": 2, "smooth": 0, "sigma": 12},
+    {"statistic": "centroid", "temperature": 2.0, "passes": 2, "smooth": 0, "sigma": 10,
+     "upsample": 2},
 ]
 
 

@@ -64,6 +64,11 @@ def test_shipped_configs_are_valid():
     names = {os.path.basename(p) for p in paths}
     assert {"mind_paper.json", "cpu_small.json", "cpu_match.json", "finetune_quantized.json",
             "tiny_test.json"} <= names
-    for path in paths:
+    ranking = sorted(glob.glob(os.path.join(ROOT, "configs", "ranking", "*.json")))
+    assert len(ranking) == 5
+    for path in paths + ranking:
         assert isinstance(load_config(path), Config)
     assert load_config(os.path.join(ROOT, "configs", "finetune_quantized.json")).model.quantize
+    weights = {os.path.basename(p): (load_config(p).train.gradient_weight,
+                                     load_config(p).train.census_weight) for p in ranking}
+    assert weights["r0_l1.json"] == (0.0, 0.0) and weights["r4_grad_census.json"] == (1.0, 0.2)
