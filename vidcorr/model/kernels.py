@@ -26,10 +26,17 @@ import numpy as np
 from vidcorr.compat import tf
 from vidcorr.model.spec import MAX_KERNEL_SIZE
 
-__all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "logit_bias", "apply_kernels",
+__all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "tap_grid", "logit_bias", "apply_kernels",
            "logit_cotangent"]
 
 CENTRE_LOGIT = 1.0  # initial logit of the two centre taps: a mild prior towards no motion
+
+
+def tap_grid(kernel_size):
+    """Offsets ``(dx, dy)`` of one frame's taps in logit order: ``[K^2, 2]`` float32."""
+    r = kernel_size // 2
+    dy, dx = np.mgrid[-r:r + 1, -r:r + 1]
+    return np.stack([dx.ravel(), dy.ravel()], axis=1).astype(np.float32)
 
 
 def logit_bias(kernel_size):

@@ -30,6 +30,7 @@ import numpy as np
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
+from vidcorr.model import kernels
 from vidcorr.model.network import mind, padding_for
 from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.inference import FoldedGraph
@@ -40,13 +41,6 @@ from vidcorr.readout.pyramid import MIN_CONFIDENCE_WEIGHT
 __all__ = ["BlendGraph", "blend_confidence", "sample_bilinear", "smooth_field"]
 
 MASS_FLOOR = 1e-6  # a frame with less weight than this has no defined position
-
-
-def _tap_grid(kernel_size):
-    """Offsets ``(dx, dy)`` of one frame's taps in logit order, ``[K^2, 2]`` float32."""
-    r = kernel_size // 2
-    dy, dx = np.mgrid[-r:r + 1, -r:r + 1]
-    return np.stack([dx.ravel(), dy.ravel()], axis=1).astype(np.float32)
 
 
 class BlendGraph(FoldedGraph):
@@ -106,7 +100,7 @@ class BlendGraph(FoldedGraph):
         logits = endpoints["logits"][0, top:top + h, left:left + w, :]  # [H, W, 2K^2]
         logits = tf.reshape(logits, [h * w, 2 * k2]) / self.temperature  # [HW, 2K^2]
         weights = tf.nn.softmax(logits, axis=-1)  # [HW, 2K^2]
-        taps = _tap_grid(k)  # [K^2, 2]
+        taps = kernels.tap_grid(k)  # [K^2, (dx, dy)]
         # One matmul gives both frames' mass and first moments: [2K^2, 6] columns
         # (mass, x moment, y moment) for frame t, then for frame t+2.
         moments = np.zeros((2 * k2, 6), np.float32)
