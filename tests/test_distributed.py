@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from vidcorr.io import checkpoints
+from vidcorr.io import rundir
 from vidcorr.training.distributed import free_ports, read_cluster
 from vidcorr.errors import UserError
 
@@ -98,7 +98,7 @@ def test_two_workers_train_a_killed_worker_rejoins_and_the_checkpoint_restores(t
             time.sleep(0.2)
         worker.send_signal(signal.SIGKILL)
         worker.wait()
-        killed_at = checkpoints.checkpoint_step(checkpoints.find_checkpoint(c.run_dir))
+        killed_at = rundir.checkpoint_step(rundir.find_checkpoint(c.run_dir))
         assert 4 <= killed_at < steps
         time.sleep(2)
         worker = c.start("worker", 1)  # the same command again
@@ -108,8 +108,8 @@ def test_two_workers_train_a_killed_worker_rejoins_and_the_checkpoint_restores(t
         c.close()
     assert c.log("worker", 1).count("waiting for the chief's variables") == 2
     assert "done: step %d (the chief saves and validates)" % steps in c.log("worker", 1)
-    prefix = checkpoints.find_checkpoint(c.run_dir)
-    assert checkpoints.checkpoint_step(prefix) == steps  # synchronous updates of both workers
+    prefix = rundir.find_checkpoint(c.run_dir)
+    assert rundir.checkpoint_step(prefix) == steps  # synchronous updates of both workers
     saved = sorted(int(n[len("model.ckpt-"):-len(".index")]) for n in os.listdir(c.run_dir)
                    if n.endswith(".index"))
     # the chief saves when its view of the global step crosses a multiple of 4 (another

@@ -150,16 +150,23 @@ def test_folded_network_agrees_with_unfolded(setup):
 
 
 def test_gradients_match_finite_differences(setup):
-    prefix, image, points, grads, _ = setup
+    """vidcorr's batched backward pass (BatchedVJP.points, windowed near the output) agrees
+    with central finite differences of the forward pass."""
+    from vidcorr.readout.backward import BatchedVJP
+    from vidcorr.readout.inference import load_folded_weights
+
+    prefix, image, points, _, _ = setup
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [1, H, W, 6])
-        out = mind(x, False, spec=NetworkSpec(width=0.125))
+        out = mind(x, False, spec=NetworkSpec(width=0.125), folded=True)  # as matching runs it
+        px, py = points[2]
+        vjp = BatchedVJP(out, x).points(tf.ones([1, 3]), tf.constant([py]), tf.constant([px]))
         with tf.Session() as sess:
-            tf.train.Saver().restore(sess, prefix)
-            px, py = points[2]
+            load_folded_weights(sess, fold_batch_norm(checkpoint_values(prefix)))
             base = image.astype(np.float32)
-            g = grads[2]
+            g = sess.run(vjp, {x: base[None]})[0]  # [H, W, 6]: d sum_c out[py, px, c] / d x
+            assert np.abs(g).max() > 0
             agree = 0
             for flat in np.argsort(-np.abs(g).ravel())[:8]:  # the strongest input entries
                 idx = np.unravel_index(flat, g.shape)

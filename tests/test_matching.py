@@ -160,12 +160,13 @@ def test_list_pairs_from_a_list_a_folder_and_a_video(tmp_path):
     for i in (1, 2, 10):  # natural order: f1, f2, f10
         Image.fromarray(np.full((8, 8, 3), i, np.uint8)).save(str(folder / ("f%d.png" % i)))
     pairs = list_pairs(frames_dir=str(folder), gap=1)
-    assert [(n, os.path.basename(a), os.path.basename(b)) for n, a, b in pairs] == [
+    assert [(n, os.path.basename(a), os.path.basename(b)) for n, a, b, _ in pairs] == [
         ("f1__f2", "f1.png", "f2.png"), ("f2__f10", "f2.png", "f10.png")]
     listing = tmp_path / "pairs.txt"
     listing.write_text("# comment\nframes/f1.png frames/f10.png\n\n")
-    [(name, a, b)] = list_pairs(pairs_file=str(listing))
+    [(name, a, b, origin)] = list_pairs(pairs_file=str(listing))
     assert name == "f1__f10" and a == str(folder / "f1.png") and b == str(folder / "f10.png")
+    assert origin == str(listing) + ":2"
     listing.write_text("frames/f1.png\n")
     with pytest.raises(UserError, match="pairs.txt:1: expected two paths"):
         list_pairs(pairs_file=str(listing))
@@ -183,8 +184,8 @@ def test_list_pairs_from_a_list_a_folder_and_a_video(tmp_path):
         for packet in stream.encode():
             container.mux(packet)
     pairs = list_pairs(video=video, start=1, count=2, gap=3)
-    assert [n for n, _, _ in pairs] == ["clip_00001__00004", "clip_00002__00005"]
-    levels = [(a.mean() / 40.0, b.mean() / 40.0) for _, a, b in pairs]
+    assert [p.name for p in pairs] == ["clip_00001__00004", "clip_00002__00005"]
+    levels = [(p.frame_t.mean() / 40.0, p.frame_t2.mean() / 40.0) for p in pairs]
     np.testing.assert_allclose(levels, [(1, 4), (2, 5)], atol=0.15)
     with pytest.raises(UserError, match="do not fit"):
         list_pairs(video=video, start=4, count=1, gap=3)

@@ -62,3 +62,6 @@ def test_scripts_start_quiet_and_verbose_shows_more(tmp_path):
                              stderr=subprocess.PIPE, env=env, universal_newlines=True,
                              timeout=120)
     assert verbose.returncode == 2 and verbose.stderr.endswith(quiet.stderr)
+    from vidcorr.compat import TF1
+    if not TF1:  # TensorFlow 2 logs at start-up (oneDNN, absl): shown only with --verbose
+        assert len(verbose.stderr.splitlines()) > len(quiet.stderr.splitlines()), verbose.stderr

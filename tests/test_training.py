@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from vidcorr.io import checkpoints
+from vidcorr.io import rundir
 from vidcorr.compat import tf
 from vidcorr.model.config import load_config
 from vidcorr.training.data import TripletData
@@ -47,7 +47,7 @@ def test_resume_continues_step_and_restores_weights(tmp_path):
     config = _quick(tmp_path, steps=6, checkpoint_every=3, validate_every=100)
     first = train(config, progress=False, log=lambda m: None)
     assert first["step"] == 6
-    prefix = checkpoints.find_checkpoint(config.train.run_dir)
+    prefix = rundir.find_checkpoint(config.train.run_dir)
     assert prefix.endswith("model.ckpt-6")
     with pytest.raises(UserError, match="--resume"):
         Trainer(config).setup()
@@ -65,7 +65,7 @@ def test_resume_continues_step_and_restores_weights(tmp_path):
     finally:
         trainer.close()
     assert results["start_step"] == 6 and results["step"] == 9
-    assert checkpoints.checkpoint_step(checkpoints.find_checkpoint(config.train.run_dir)) == 9
+    assert rundir.checkpoint_step(rundir.find_checkpoint(config.train.run_dir)) == 9
 
 
 def test_resume_from_a_checkpoint_without_optimizer_state(tmp_path):
@@ -81,7 +81,7 @@ def test_resume_from_a_checkpoint_without_optimizer_state(tmp_path):
                       log=lines.append, progress=False).setup()
     try:
         assert trainer.step == 4
-        prefix = checkpoints.find_checkpoint(exported)
+        prefix = rundir.find_checkpoint(exported)
         with trainer.graph.as_default():
             for var, value in zip(trainer.network_variables,
                                   trainer.sess.run(trainer.network_variables)):
@@ -109,6 +109,10 @@ def test_resume_keeps_rotating_older_checkpoints(tmp_path):
 
 def test_resume_without_a_checkpoint_says_so(tmp_path):
     config = _quick(tmp_path, steps=1, validate_every=100)
+    with pytest.raises(UserError, match="no run directory .*mistyped"):
+        train(config, resume=True, progress=False, log=lambda m: None)  # no folder at all
+    assert not os.path.exists(config.train.run_dir)
+    os.makedirs(config.train.run_dir)  # a folder, but no checkpoint yet
     lines = []
     results = train(config, resume=True, progress=False, log=lines.append)
     assert results["step"] == 1
@@ -138,8 +142,8 @@ def test_nan_loss_stops_and_keeps_last_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setattr(TripletData, "batch", poisoned)
     with pytest.raises(TrainingDiverged, match="NaN|nan"):
         train(config, progress=False, log=lambda m: None)
-    prefix = checkpoints.find_checkpoint(config.train.run_dir)
-    step = checkpoints.checkpoint_step(prefix)
+    prefix = rundir.find_checkpoint(config.train.run_dir)
+    step = rundir.checkpoint_step(prefix)
     assert 4 <= step <= 12 and step % 4 == 0
     weights = tf.train.load_variable(prefix, "mind/enc1/conv1/weights")
     assert np.all(np.isfinite(weights))
@@ -197,8 +201,8 @@ def test_sigterm_saves_a_loadable_checkpoint(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err  # interrupted is not finished
     assert "stopped by signal" in err and "resume with --resume" in err
-    prefix = checkpoints.find_checkpoint(str(run))
-    step = checkpoints.checkpoint_step(prefix)
+    prefix = rundir.find_checkpoint(str(run))
+    step = rundir.checkpoint_step(prefix)
     assert step >= 1
     assert np.all(np.isfinite(tf.train.load_variable(prefix, "mind/output/weights")))
 

@@ -1,30 +1,55 @@
 """Errors that mean "the user asked for something wrong", reported in one line."""
 
+import signal
 import sys
+import threading
 
-__all__ = ["UserError", "run_cli"]
+__all__ = ["UserError", "Interrupted", "run_cli"]
 
 
 class UserError(ValueError):
     """A bad config, file, path or argument. Scripts print it without a traceback."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` so clean-ups run."""
+
+    signum = signal.SIGTERM
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted()
+
+
 def run_cli(work, errors=(UserError,), interrupted="interrupted"):
-    """Runs a script's work, turning user errors and Ctrl-C into one line and an exit code.
+    """Runs a script's work, turning user errors, Ctrl-C and SIGTERM into one line and an
+    exit code.
+
+    While ``work`` runs, SIGTERM raises :class:`Interrupted` (a ``KeyboardInterrupt``),
+    so ``finally`` clean-ups run as they do for Ctrl-C (work that handles signals
+    itself, like training, installs its own handlers inside).
 
     Args:
       work: a callable with no arguments.
       errors: exception types printed as ``error: ...`` (exit code 2).
-      interrupted: the line printed on ``KeyboardInterrupt`` (exit code 130).
+      interrupted: the line printed on an interrupt (exit code 128 + the signal:
+        130 for Ctrl-C, 143 for SIGTERM).
 
     Returns:
-      ``(exit code, result)``: ``(0, work())``, or ``(2 or 130, None)``.
+      ``(exit code, result)``: ``(0, work())``, or ``(2, 130 or 143, None)``.
     """
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _raise_interrupted)
     try:
         return 0, work()
     except errors as err:
         print("error: %s" % err, file=sys.stderr)
         return 2, None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        signum = getattr(err, "signum", signal.SIGINT)
         print(interrupted, file=sys.stderr)
-        return 130, None
+        return 128 + int(signum), None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -191,11 +191,23 @@ def _correspond(args, options):
                                 devices=args.devices, overwrite=args.overwrite,
                                 log=lambda m: print(m, file=sys.stderr))
 
-    code, written = run_cli(work)
+    code, results = run_cli(work, interrupted="interrupted: the pairs written so far are "
+                                              "complete; rerun to do the rest")
     if code:
         return code
-    for name, count, seconds in written:
-        print("%s: %d matches in %.1f s" % (name, count, seconds))
+    failed = [r for r in results if r.error is not None]
+    if failed and len(results) == 1:  # one pair: its error, as for any bad argument
+        print("error: %s" % failed[0].error, file=sys.stderr)
+        return 2
+    for r in results:
+        if r.error is None:
+            print("%s: %d matches in %.1f s" % (r.name, r.valid, r.seconds))
+    if failed:
+        print("%d of %d pairs failed:" % (len(failed), len(results)), file=sys.stderr)
+        for r in failed:
+            print("  %s%s: %s" % (r.name, " (%s)" % r.origin if r.origin else "", r.error),
+                  file=sys.stderr)
+        return 1
     return 0
 
 
@@ -280,7 +292,6 @@ def _evaluate(args, levels, upsamples, readouts):
     if code:
         return code
     print(text)
-    print("wrote %s.md, %s.json and %s.png" % (args.out, args.out, args.out))
     return 0
 
 

@@ -1,29 +1,118 @@
 """Batch correspondence over image pairs: what ``scripts/correspond.py`` runs.
 
-Every output file of a pair is written to a unique temporary name in its folder
-and renamed when complete, so an error, an interrupt or a concurrent run writing
-the same pair leaves no partial file behind.
+* Pairs come from two images, a list file, a folder of frames or a video
+  (:func:`list_pairs`). Each pair's outputs are named ``<frame t>__<frame t+2>``
+  after the file stems; where two pairs of a run would get one name, the
+  shortest distinguishing parent folders (then the extensions) are added, so
+  no run overwrites its own outputs and a rerun finds them again.
+* A pair whose images are missing, unreadable or of different sizes is
+  skipped with its reason (and the list file's line); the others are matched,
+  and the caller gets the failures to report (the CLI exits non-zero).
+* A pair's five files are written to temporary names first and renamed into
+  place together: an error, an interrupt, a full disk or a concurrent run
+  writing the same pair leaves all of a pair's files or none.
 """
 
+import collections
 import os
-import tempfile
 import time
 
 from tqdm import tqdm
 
 from vidcorr.errors import UserError
+from vidcorr.io.files import atomic_path, check_writable_folder
 from vidcorr.io.flowio import write_flo, write_kitti_flow
-from vidcorr.io.video import to_rgb_float
-from vidcorr.readout.matching import Matcher
-from vidcorr.io.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
+from vidcorr.io.video import (IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source,
+                              to_rgb_float)
 from vidcorr.io.visualize import match_picture
+from vidcorr.readout.matching import Matcher
 
-__all__ = ["list_pairs", "correspond_pairs", "write_outputs", "check_out_dir", "OUTPUT_SUFFIXES",
-           "parse_shard", "shard_pairs", "finished"]
+__all__ = ["Pair", "Result", "list_pairs", "unique_names", "correspond_pairs", "write_outputs",
+           "check_out_dir", "OUTPUT_SUFFIXES", "parse_shard", "shard_pairs", "finished"]
+
+Pair = collections.namedtuple("Pair", ["name", "frame_t", "frame_t2", "origin"])
+Pair.__new__.__defaults__ = (None,)
+Pair.__doc__ = """One pair to match: output ``name``, the two frames (paths or uint8
+arrays) and ``origin`` (``LIST:line`` for a list file's pair, else None)."""
 
 
 def _stem(path):
     return os.path.splitext(os.path.basename(path))[0]
+
+
+def _label(path, depth):
+    """A file's label with ``depth`` parent folders (``depth`` past the folders: with
+    its extension too), joined by ``_``."""
+    parts = [p for p in os.path.abspath(path).split(os.sep) if p]
+    stem, ext = os.path.splitext(parts[-1])
+    folders = parts[:-1]
+    if depth <= len(folders):
+        return "_".join(folders[len(folders) - depth:] + [stem])
+    return "_".join(folders + [stem + ext.replace(".", "_")])
+
+
+def _identity(frame):
+    return os.path.abspath(frame) if isinstance(frame, str) else id(frame)
+
+
+def unique_names(pairs):
+    """The pairs with names unique within the list: ``stem1__stem2``, and where
+    those collide, the shortest number of parent folders (then the extensions)
+    that tells the colliding pairs apart. Arrays' pairs keep their names.
+    """
+    names = [p.name for p in pairs]
+    paths = [isinstance(p.frame_t, str) and isinstance(p.frame_t2, str) for p in pairs]
+    depth = [0] * len(pairs)
+    while True:
+        groups = collections.defaultdict(list)
+        for i, name in enumerate(names):
+            groups[name].append(i)
+        # A clash: one name for different files (the same pair listed twice is one pair).
+        clashes = [g for g in groups.values() if any(paths[i] for i in g) and len(set(
+            (_identity(pairs[i].frame_t), _identity(pairs[i].frame_t2)) for i in g)) > 1]
+        if not clashes:
+            return [p._replace(name=n) for p, n in zip(pairs, names)]
+        moved = False
+        for group in clashes:
+            for i in group:
+                a, b = pairs[i].frame_t, pairs[i].frame_t2
+                most = max(len(os.path.abspath(a).split(os.sep)),
+                           len(os.path.abspath(b).split(os.sep)))
+                if paths[i] and depth[i] < most:
+                    depth[i] += 1
+                    names[i] = "%s__%s" % (_label(a, depth[i]), _label(b, depth[i]))
+                    moved = True
+        if not moved:  # paths that differ only in spelling: the names stay
+            return [p._replace(name=n) for p, n in zip(pairs, names)]
+
+
+def _read_list(pairs_file):
+    """The ``(line number, [path, path])`` entries of a list file.
+
+    Raises:
+      UserError: for a file that is not text, or a line without two paths.
+    """
+    if not os.path.isfile(pairs_file):
+        raise UserError("pairs file not found: %s" % pairs_file)
+    try:
+        with open(pairs_file, encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not a path
+            lines = f.read().splitlines()
+    except UnicodeDecodeError as err:
+        raise UserError("%s is not a UTF-8 text file (byte %d): give one 'frame_t frame_t2' "
+                        "pair per line" % (pairs_file, err.start))
+    if any("\0" in line for line in lines):
+        raise UserError("%s is not a text file: give one 'frame_t frame_t2' pair per line"
+                        % pairs_file)
+    out = []
+    for number, line in enumerate(lines, 1):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if len(parts) != 2:
+            raise UserError("%s:%d: expected two paths, got %r"
+                            % (pairs_file, number, line.strip()))
+        out.append((number, parts))
+    return out
 
 
 def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2, video=None, start=0,
@@ -55,58 +144,35 @@ def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2, video=None, s
         if len(images) != 2:
             raise UserError("give exactly two images (frame t and frame t+2), got %d"
                             % len(images))
-        return [("%s__%s" % (_stem(images[0]), _stem(images[1])), images[0], images[1])]
+        a, b = (os.fspath(p) for p in images)
+        return [Pair("%s__%s" % (_stem(a), _stem(b)), a, b)]
     if video:
         frames = load_frames(video)
         if start < 0 or count < 1 or start + count - 1 + gap >= len(frames):
             raise UserError("%s has %d frames: --start %d --count %d --gap %d do not fit"
                             % (video, len(frames), start, count, gap))
         stem = _stem(resolve_source(video))
-        return [("%s_%05d__%05d" % (stem, i, i + gap), frames[i], frames[i + gap])
+        return [Pair("%s_%05d__%05d" % (stem, i, i + gap), frames[i], frames[i + gap])
                 for i in range(start, start + count)]
     if pairs_file:
-        if not os.path.isfile(pairs_file):
-            raise UserError("pairs file not found: %s" % pairs_file)
         out, base = [], os.path.dirname(os.path.abspath(pairs_file))
-        with open(pairs_file) as f:
-            for number, line in enumerate(f, 1):
-                parts = line.split()
-                if not parts or parts[0].startswith("#"):
-                    continue
-                if len(parts) != 2:
-                    raise UserError("%s:%d: expected two paths, got %r"
-                                    % (pairs_file, number, line.strip()))
-                a, b = (p if os.path.isabs(p) else os.path.join(base, p) for p in parts)
-                out.append(("%s__%s" % (_stem(a), _stem(b)), a, b))
+        for number, parts in _read_list(pairs_file):
+            a, b = (p if os.path.isabs(p) else os.path.join(base, p) for p in parts)
+            out.append(Pair("%s__%s" % (_stem(a), _stem(b)), a, b,
+                            "%s:%d" % (pairs_file, number)))
         if not out:
             raise UserError("%s lists no pairs" % pairs_file)
-        return out
+        return unique_names(out)
     if not os.path.isdir(frames_dir):
         raise UserError("frame folder not found: %s" % frames_dir)
     names = sorted((n for n in os.listdir(frames_dir) if n.lower().endswith(IMAGE_EXTENSIONS)),
                    key=natural_key)
     if len(names) <= gap:
         raise UserError("%s has %d frames, too few for gap %d" % (frames_dir, len(names), gap))
-    return [("%s__%s" % (_stem(names[i]), _stem(names[i + gap])),
-             os.path.join(frames_dir, names[i]), os.path.join(frames_dir, names[i + gap]))
-            for i in range(len(names) - gap)]
-
-
-def _atomic(path, writer):
-    """Runs ``writer(tmp)`` on a unique temporary name beside ``path``, then renames it.
-
-    Concurrent runs writing the same file each get their own temporary file; the
-    last rename wins, and every reader sees a complete file.
-    """
-    folder, name = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + name + ".", suffix=".part", dir=folder or ".")
-    os.close(fd)
-    try:
-        writer(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    return unique_names([Pair("%s__%s" % (_stem(names[i]), _stem(names[i + gap])),
+                              os.path.join(frames_dir, names[i]),
+                              os.path.join(frames_dir, names[i + gap]))
+                         for i in range(len(names) - gap)])
 
 
 OUTPUT_SUFFIXES = (".npz", ".txt", ".flo", "_kitti.png", ".png")
@@ -117,28 +183,31 @@ def check_out_dir(out_dir, names=()):
 
     Creates ``out_dir`` if needed (the caller removes it again if nothing is written).
 
+    Returns:
+      True if the folder was created here.
+
     Raises:
       UserError: if ``out_dir`` is a file, cannot be created or written, or an
         output path of a pair is an existing folder.
     """
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise UserError("--out %s exists and is not a folder" % out_dir)
-    try:  # the real test: create the folder and a file in it (permissions, read-only mounts)
-        os.makedirs(out_dir, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=out_dir)
-        os.close(fd)
-        os.remove(probe)
-    except OSError as err:
-        raise UserError("--out %s cannot be written: %s" % (out_dir, err.strerror or err))
+    created = check_writable_folder(out_dir, "--out")
     for name in names:
         for suffix in OUTPUT_SUFFIXES:
             path = os.path.join(out_dir, name + suffix)
             if os.path.isdir(path):
                 raise UserError("cannot write %s: it is a folder" % path)
+    return created
 
 
 def write_outputs(matches, frame_t, frame_t2, out_dir, name):
-    """Writes NAME.npz, NAME.txt, NAME.flo, NAME_kitti.png and NAME.png; returns the paths."""
+    """Writes NAME.npz, NAME.txt, NAME.flo, NAME_kitti.png and NAME.png; returns the paths.
+
+    All five are written to temporary names, then renamed into place: a failure
+    (a full disk, say) leaves none of them new.
+
+    Raises:
+      UserError: if a file cannot be written, naming it and the reason.
+    """
     flow = matches.to_flow()
     base = os.path.join(out_dir, name)
 
@@ -154,8 +223,16 @@ def write_outputs(matches, frame_t, frame_t2, out_dir, name):
         (base + ".png", lambda p: match_picture(frame_t, frame_t2, matches, p)),
     ]
     os.makedirs(out_dir, exist_ok=True)
-    for path, writer in writers:
-        _atomic(path, writer)
+
+    def write_from(i):  # nested: each file is renamed only once all are complete
+        if i == len(writers):
+            return
+        path, writer = writers[i]
+        with atomic_path(path) as tmp:
+            writer(tmp)
+            write_from(i + 1)
+
+    write_from(0)
     return [p for p, _ in writers]
 
 
@@ -188,10 +265,16 @@ def finished(out_dir, name):
     return all(os.path.isfile(os.path.join(out_dir, name + x)) for x in OUTPUT_SUFFIXES)
 
 
+Result = collections.namedtuple("Result", ["name", "valid", "seconds", "error", "origin"])
+Result.__doc__ = """One pair's outcome: its name, the number of valid matches and the
+seconds it took, or (``valid`` None) the ``error`` that made it skip, with the pair's
+``origin`` in a list file."""
+
+
 def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
                      consistency=False, progress=True, shard=None, overwrite=False, log=None,
                      devices=None):
-    """Matches every ``(name, frame_t, frame_t2)`` and writes its files.
+    """Matches every :class:`Pair` (or ``(name, frame_t, frame_t2)``) and writes its files.
 
     ``options`` (a :class:`vidcorr.readout.options.MatchOptions`) say how each pair is
     read out, its time limit included (checked before the pair's work starts). With
@@ -199,36 +282,48 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
     whose outputs all exist are skipped unless ``overwrite``. ``devices`` spreads each
     read-out over devices (see the :class:`vidcorr.readout.matching.Matcher`).
 
+    A pair that cannot be matched (missing or unreadable images, sizes that
+    differ, over the time limit) is skipped with its reason and the others go on;
+    a failure to write stops the run (the next pairs would fail the same way).
+
     Returns:
-      ``[(name, number of valid matches, seconds)]``.
+      A list of :class:`Result`, one per pair tried, in order.
 
     Raises:
-      UserError: for a bad checkpoint, unreadable or mismatched images, or an
-        output folder that cannot take the files (checked before any work).
+      UserError: for a bad checkpoint or an output folder that cannot take the
+        files (checked before any work), or a failed write.
     """
+    pairs = [p if isinstance(p, Pair) else Pair(*p) for p in pairs]
     if shard is not None:
         pairs = shard_pairs(pairs, shard)
     if not overwrite and os.path.isdir(out_dir):
-        todo = [p for p in pairs if not finished(out_dir, p[0])]
+        todo = [p for p in pairs if not finished(out_dir, p.name)]
         if len(todo) < len(pairs) and log is not None:
             log("skipping %d of %d pairs whose outputs are all in %s (--overwrite to redo)"
                 % (len(pairs) - len(todo), len(pairs), out_dir))
         pairs = todo
     if not pairs:
         return []
-    created = not os.path.isdir(out_dir)  # removed again if it stays empty
-    check_out_dir(out_dir, [name for name, _, _ in pairs])
+    created = check_out_dir(out_dir, [p.name for p in pairs])  # removed again if left empty
     matcher, done = None, []
     try:
         matcher = Matcher(checkpoint, options, devices=devices)
-        for name, frame_t, frame_t2 in tqdm(pairs, disable=not progress or len(pairs) < 2,
-                                            unit="pair"):
+        for pair in tqdm(pairs, disable=not progress or len(pairs) < 2, unit="pair"):
             start = time.time()
-            a, b = to_rgb_float(frame_t, "frame_t"), to_rgb_float(frame_t2, "frame_t2")
-            matches = matcher.match(a, b, stride=stride, consistency=consistency,
-                                    progress=progress)
-            write_outputs(matches, a, b, out_dir, name)
-            done.append((name, int(matches.valid.sum()), time.time() - start))
+            try:
+                a = to_rgb_float(pair.frame_t, "frame_t")
+                b = to_rgb_float(pair.frame_t2, "frame_t2")
+                matches = matcher.match(a, b, stride=stride, consistency=consistency,
+                                        progress=progress)
+            except UserError as err:
+                done.append(Result(pair.name, None, time.time() - start, str(err), pair.origin))
+                if log is not None and len(pairs) > 1:
+                    log("skipped %s%s: %s" % (pair.name, " (%s)" % pair.origin if pair.origin
+                                              else "", err))
+                continue
+            write_outputs(matches, a, b, out_dir, pair.name)
+            done.append(Result(pair.name, int(matches.valid.sum()), time.time() - start, None,
+                               pair.origin))
     finally:
         if matcher is not None:
             matcher.close()

@@ -15,12 +15,13 @@ import json
 import os
 import re
 import shutil
-import tempfile
 
-from vidcorr.io import checkpoints
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.readout.inference import checkpoint_values, run_config
+from vidcorr.io import rundir
+from vidcorr.io.files import (atomic_write, check_writable_folder, os_reason, publish,
+                              staging_folder)
+from vidcorr.readout.inference import checkpoint_values
 
 __all__ = ["export_model", "CARD_FILE", "MAX_MODEL_MB"]
 
@@ -43,6 +44,9 @@ def _check_out(out, prefix):
     source = os.path.realpath(os.path.dirname(prefix))
     if target == source:
         raise UserError("--out %s is the run being exported; choose another folder" % out)
+    if os.path.islink(out):
+        raise UserError("--out %s is a symbolic link; give the folder it points to (%s) or a "
+                        "new folder" % (out, os.path.realpath(out)))
     if os.path.exists(out) and not os.path.isdir(out):
         raise UserError("--out %s exists and is not a folder" % out)
     if not os.path.isdir(out) or not os.listdir(out):
@@ -66,6 +70,11 @@ def _save_values(values, step, prefix):
         with tf.Session(graph=graph) as sess:
             sess.run(tf.global_variables_initializer())
             saver.save(sess, prefix)
+
+
+def _first_line(err):
+    text = getattr(err, "message", None) or str(err)
+    return text.strip().splitlines()[0] if text.strip() else type(err).__name__
 
 
 def _portable(path):
@@ -109,12 +118,13 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
     from vidcorr.training.data import TripletData
     from vidcorr.evaluation.evaluate import interpolation_quality
     from vidcorr.readout.matching import Matcher
-    prefix = checkpoints.find_checkpoint(run)
+    prefix = rundir.find_checkpoint(run)
     _check_out(out, prefix)
-    config = run_config(prefix)
+    check_writable_folder(os.path.dirname(os.path.abspath(out)), "the folder of --out")
+    config = rundir.read_config(prefix)
     if config is None:
         raise UserError("%s has no config.json beside it; export needs the run's config" % prefix)
-    step = checkpoints.checkpoint_step(prefix)
+    step = rundir.checkpoint_step(prefix)
     values = checkpoint_values(prefix)
     config = config.replace(train={"run_dir": _portable(config.train.run_dir),
                                    "init_from": _portable(config.train.init_from)})
@@ -145,29 +155,31 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
             card["evaluation"] = report
         except (OSError, ValueError) as err:
             raise UserError("cannot read the evaluation report %s: %s" % (evaluation, err))
-    parent = os.path.dirname(os.path.abspath(out))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
-    try:
-        _save_values(values, step, os.path.join(staging, "model.ckpt-%d" % step))
+    with staging_folder(out) as staging:
+        try:
+            _save_values(values, step, os.path.join(staging, "model.ckpt-%d" % step))
+        except (tf.errors.OpError, OSError) as err:
+            raise UserError("cannot write the model beside %s: %s"
+                            % (out, _first_line(err)))
         for name in os.listdir(staging):
             if name.endswith(".meta"):
                 os.remove(os.path.join(staging, name))  # the graph is rebuilt from config.json
-        with open(os.path.join(staging, "config.json"), "w") as f:
-            json.dump(config.to_dict(), f, indent=2, sort_keys=True)
+        rundir.write_config(staging, config)
         size_mb = sum(os.path.getsize(os.path.join(staging, n)) for n in os.listdir(staging)) / 2**20
         card["size_mb"] = round(size_mb, 3)
         if size_mb > MAX_MODEL_MB:
             raise UserError("the exported model is %.1f MB, over the %g MB limit for package data"
                             % (size_mb, MAX_MODEL_MB))
-        with open(os.path.join(staging, CARD_FILE), "w") as f:
-            json.dump(card, f, indent=2, sort_keys=True, default=float)
+        atomic_write(os.path.join(staging, CARD_FILE),
+                     json.dumps(card, indent=2, sort_keys=True, default=float))
+        for name in os.listdir(staging):  # the files as a plain write would make them
+            publish(os.path.join(staging, name), os.path.join(staging, name))
         _check_out(out, prefix)  # again: the folder may have changed while we measured
-        if os.path.isdir(out):
-            shutil.rmtree(out)
-        os.replace(staging, out)
-    finally:
-        if os.path.isdir(staging):
-            shutil.rmtree(staging)
+        try:
+            if os.path.isdir(out):
+                shutil.rmtree(out)
+            publish(staging, out)
+        except OSError as err:
+            raise UserError("cannot write %s: %s" % (out, os_reason(err)))
     log("exported %s (step %d, %.2f MB) to %s" % (prefix, step, card["size_mb"], out))
     return card

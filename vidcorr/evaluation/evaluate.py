@@ -21,13 +21,17 @@ import numpy as np
 
 from vidcorr.evaluation import peers
 from vidcorr.errors import UserError
+from vidcorr.io import rundir
+from vidcorr.io.files import atomic_path, atomic_write, check_writable_folder
 from vidcorr.readout.pyramid import grid_points
 from vidcorr.evaluation.groundtruth import EVAL_WIDTH, builtin_pair, load_pair
 from vidcorr.model.losses import psnr_numpy
 from vidcorr.evaluation.metrics import COVERAGE_FRACTIONS, COVERAGE_THRESHOLDS, THRESHOLDS, \
     dense_to_matches, match_metrics, ssim
 
-__all__ = ["evaluate_matching", "interpolation_quality", "markdown_table", "write_report",
+REPORT_SUFFIXES = (".md", ".json", ".png")
+
+__all__ = ["check_report_paths", "REPORT_SUFFIXES", "evaluate_matching", "interpolation_quality", "markdown_table", "write_report",
            "run_evaluation"]
 
 MATCH_COLUMNS = (["acc@%g" % t for t in THRESHOLDS] +
@@ -198,9 +202,21 @@ def _chart(rows, path):
         ax.set_ylabel("share of matches within T px")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path + ".tmp.png", dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
-    os.replace(path + ".tmp.png", path)
+
+
+def check_report_paths(out_prefix):
+    """Checks before any work that the report ``PREFIX.md/.json/.png`` can be written.
+
+    Raises:
+      UserError: if the folder cannot take files or a report path is a folder.
+    """
+    check_writable_folder(os.path.dirname(os.path.abspath(out_prefix)), "--out")
+    for ext in REPORT_SUFFIXES:
+        if os.path.isdir(out_prefix + ext):
+            raise UserError("cannot write %s: it is a folder" % (out_prefix + ext))
 
 
 def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, log=print):
@@ -215,14 +231,14 @@ def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, 
     payload = {"matching": rows, "interpolation": interpolation or [],
                "skipped": skipped or {}, "meta": meta or {}}
     for ext, content in ((".md", text), (".json", json.dumps(payload, indent=2, default=float))):
-        with open(out_prefix + ext + ".tmp", "w") as f:
-            f.write(content)
-        os.replace(out_prefix + ext + ".tmp", out_prefix + ext)
+        atomic_write(out_prefix + ext, content)
     if rows:
         try:
             _chart(rows, out_prefix + ".png")
+            log("wrote %s.md, %s.json and %s.png" % ((out_prefix,) * 3))
         except ImportError:
-            log("no chart: matplotlib is missing (%s)" % peers.EXTRA)
+            log("wrote %s.md and %s.json; no chart: matplotlib is missing (%s)"
+                % (out_prefix, out_prefix, peers.EXTRA))
     return text
 
 
@@ -316,9 +332,15 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
     """
     from vidcorr.model.config import load_config
     from vidcorr.training.data import TripletData
-    from vidcorr.readout.inference import run_config
     if stride < 1:
         raise UserError("stride must be >= 1, got %d" % stride)
+    if width < 0:
+        raise UserError("width must be 0 (full size) or positive, got %d" % width)
+    for w in untrained:
+        if not (isinstance(w, (int, float)) and w > 0):
+            raise UserError("an untrained network's width must be positive, got %r" % (w,))
+    check_report_paths(out)  # before the work: a report that cannot be written loses it
+    config = load_config(data_config) if interpolation and data_config else None
     pairs = [builtin_pair(name.strip()) for name in builtin]
     pairs += [load_pair(a, b, gt, gt_kind, gt_scale) for a, b, gt in gt_pairs]
     if not pairs:
@@ -328,8 +350,8 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
     rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log, progress)
     interp = None
     if interpolation:
-        config = load_config(data_config) if data_config else (
-            run_config(first) if first else None)
+        if config is None and first:
+            config = rundir.read_config(first)
         if config is None:
             log("no interpolation scores: give --config (no trained checkpoint with a "
                 "config.json)")

@@ -112,7 +112,13 @@ def _load_array(path):
     if path.lower().endswith(".npy"):
         return np.load(path)
     with np.load(path) as data:
-        key = next((k for k in ("disparity", "disp", "flow") if k in data), data.files[0])
+        known = ("disparity", "disp", "flow")
+        key = next((k for k in known if k in data), None)
+        if key is None and len(data.files) == 1:
+            key = data.files[0]
+        if key is None:
+            raise UserError("ground truth %s holds %s; name the array one of %s"
+                            % (path, ", ".join(data.files) or "no arrays", ", ".join(known)))
         return data[key]
 
 
@@ -280,5 +286,8 @@ def load_pair(image1, image2, truth_path, kind=None, scale=None, name=None):
     """
     a, b = to_rgb_float(read_image(image1)), to_rgb_float(read_image(image2))
     truth = read_ground_truth(truth_path, kind, scale)
+    if not np.any(truth.valid & np.all(np.isfinite(truth.flow), axis=-1)):
+        raise UserError("ground truth %s has no valid pixel (all unknown, NaN or zero "
+                        "disparity)" % truth_path)
     name = name or os.path.splitext(os.path.basename(image1))[0]
     return EvalPair(name, a, b, truth)

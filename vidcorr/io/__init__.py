@@ -1,3 +1,4 @@
 """Files: video and image reading (``video``), flow files (``flowio``), match pictures
-(``visualize``) and checkpoints of run directories (``checkpoints``).
+(``visualize``), atomic writes with the user's permissions (``files``) and run
+directories: config, checkpoints and the run lock (``rundir``).
 """

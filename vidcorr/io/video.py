@@ -13,7 +13,7 @@ import os
 import re
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 from vidcorr.errors import UserError
 
@@ -114,18 +114,27 @@ def read_image(path):
     grayscale (``I;16``, or ``I`` within 0-65535) gives uint16 0-65535; float
     (``F``) images must lie in [0, 1] and give uint16 too.
 
+    A JPEG's EXIF orientation is applied, so the pixels (and every match's
+    coordinates) are as image viewers show them.
+
     Raises:
-      UserError: if the file is missing, not a readable image, or its values
-        have no known range.
+      UserError: if the file is missing, not a readable image, larger than
+        Pillow's decompression-bomb limit, or its values have no known range.
     """
+    path = os.fspath(path)
     if not os.path.isfile(path):
         raise UserError("image not found: %s" % path)
     try:
         img = Image.open(path)
         img.load()
+        upright = ImageOps.exif_transpose(img)
+    except Image.DecompressionBombError as err:
+        raise UserError("cannot read image %s: %s" % (path, str(err).split(". ")[0]))
     except (OSError, ValueError, SyntaxError) as err:
         raise UserError("cannot read image %s: %s" % (path, err))
     with img:
+        if upright is not None and upright is not img:
+            img = upright
         return _pil_array(img, path)
 
 
@@ -220,7 +229,7 @@ def to_rgb_float(image, name="image"):
       UserError: for unreadable files, arrays of another shape or type, float
         values outside [0, 1] (e.g. 0-255 data as float) and NaN or inf.
     """
-    if isinstance(image, str):
+    if isinstance(image, (str, os.PathLike)):
         image = read_image(image)
     arr = np.asarray(image)
     if arr.dtype.kind not in "uif" or arr.dtype == np.bool_:

@@ -9,6 +9,7 @@ config, which the trainer writes into the run directory.
 
 import dataclasses
 import json
+import math
 import os
 from typing import Tuple
 
@@ -178,6 +179,8 @@ def _coerce(key, value, field_type):
     if field_type is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _KeyError(key, "expected a number, got %s" % json.dumps(value))
+        if not math.isfinite(value):
+            raise _KeyError(key, "expected a finite number, got %s" % json.dumps(value))
         return float(value)
     if field_type is str:
         if not isinstance(value, str):
@@ -189,8 +192,9 @@ def _coerce(key, value, field_type):
         return tuple(value)
     if field_type == Tuple[float, ...]:
         if not isinstance(value, list) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            raise _KeyError(key, "expected a list of numbers, got %s" % json.dumps(value))
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                for v in value):
+            raise _KeyError(key, "expected a list of finite numbers, got %s" % json.dumps(value))
         return tuple(float(v) for v in value)
     if field_type == Tuple[int, ...]:
         if not isinstance(value, list) or not all(

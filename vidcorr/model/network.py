@@ -145,10 +145,12 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
         padded, (top, left, height, width) = pad_to_multiple(frames - 0.5)  # [B, H', W', 6]
         h = padded
         features = {}  # encoder level -> features at 1/2^level of the input
+        pools = 0
         for layer in plan[:-1]:
             if layer.kind == "pool":
                 h = layers.max_pool(layer.name, h)  # [B, H'/2^b, W'/2^b, C]
-                features[int(layer.name[3])] = h
+                pools += 1
+                features[pools] = h  # pool b is level b
                 continue
             if layer.skip is not None:
                 h = tf.concat([h, features[layer.skip]], axis=3)  # [B, h, w, C + C_skip]

@@ -16,21 +16,19 @@ for batches of pairs of one size), for evaluation and pictures; matching
 builds its own graph around the same weights (:mod:`vidcorr.readout.gradients`).
 """
 
-import json
 import os
 
 import numpy as np
 
-from vidcorr.io import checkpoints
+from vidcorr.io import rundir
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
-from vidcorr.model.config import config_from_dict
 from vidcorr.model.network import BN_EPSILON, mind
 from vidcorr.model.spec import (CHANNEL_AXIS, ENCODER_CHANNELS, MODEL_SCOPE, NetworkSpec,
                                 layer_plan)
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
-           "fake_quant_numpy", "quantize_values", "run_config", "find_model",
+           "fake_quant_numpy", "quantize_values", "find_model",
            "save_initial_model", "load_folded_weights", "FoldedGraph", "Predictor"]
 
 
@@ -56,16 +54,13 @@ def checkpoint_values(prefix, scope=MODEL_SCOPE):
     Raises:
       UserError: if the checkpoint cannot be read or holds no network.
     """
-    try:
-        names = [n for n, _ in tf.train.list_variables(prefix)]
-    except (tf.errors.OpError, ValueError) as err:
-        raise UserError("cannot read checkpoint %s: %s" % (prefix, err))
+    names = list(rundir.checkpoint_variables(prefix))
     try:
         reader = tf.train.load_checkpoint(prefix)
         values = {n: reader.get_tensor(n) for n in names
                   if n.startswith(scope + "/") and "Adam" not in n}
     except (tf.errors.OpError, ValueError, IndexError) as err:  # truncated data: IndexError
-        raise UserError(checkpoints.damaged(prefix, err))
+        raise UserError(rundir.damaged(prefix, err))
     if not values:
         raise UserError("checkpoint %s holds no %r network" % (prefix, scope))
     return values
@@ -143,18 +138,6 @@ def quantize_values(values, num_bits=8):
     return out
 
 
-def run_config(prefix):
-    """The :class:`vidcorr.model.config.Config` in ``config.json`` beside a checkpoint, or None."""
-    path = os.path.join(os.path.dirname(prefix), "config.json")
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path) as f:
-            return config_from_dict(json.load(f), origin=path)
-    except ValueError as err:
-        raise UserError("cannot read %s: %s" % (path, err))
-
-
 def spec_from_checkpoint(prefix, values=None):
     """The :class:`NetworkSpec` a checkpoint was trained with.
 
@@ -165,10 +148,14 @@ def spec_from_checkpoint(prefix, values=None):
     Raises:
       UserError: if the shapes fit no MIND network.
     """
-    config = run_config(prefix)
+    config = rundir.read_config(prefix)
     if config is not None:
         return config.model.network_spec()
-    values = values if values is not None else checkpoint_values(prefix)
+    return _infer_spec(prefix, values if values is not None else checkpoint_values(prefix))
+
+
+def _infer_spec(prefix, values):
+    """The :class:`NetworkSpec` that fits a checkpoint's variable shapes."""
     try:
         shapes = {name[len(MODEL_SCOPE) + 1:].rpartition("/")[0]: value.shape
                   for name, value in values.items() if name.endswith("/weights")}
@@ -188,16 +175,32 @@ def spec_from_checkpoint(prefix, values=None):
     return spec
 
 
+def _shapes(spec):
+    """What a spec fixes about the weights: each layer's name and channels."""
+    return [(l.name, l.cin, l.cout, l.kernel) for l in layer_plan(spec) if l.kind != "pool"]
+
+
 def find_model(path):
     """Resolves a run directory or prefix to ``(prefix, spec, values)``.
 
     The values are fake-quantised (:func:`quantize_values`) when the run's
     ``config.json`` says it was trained quantized.
     """
-    prefix = checkpoints.find_checkpoint(path)
+    prefix = rundir.find_checkpoint(path)
     values = checkpoint_values(prefix)
-    spec = spec_from_checkpoint(prefix, values)
-    config = run_config(prefix)
+    config = rundir.read_config(prefix)  # read once: it gives the spec and the quantize switch
+    found = _infer_spec(prefix, values)
+    spec = config.model.network_spec() if config is not None else found
+    said, held = _shapes(spec), _shapes(found)
+    if said != held:
+        layer = next(a for a, b in zip(said, held) if a != b) if len(said) == len(held) \
+            else said[-1]
+        raise UserError("%s does not belong to checkpoint %s: it describes a network of width "
+                        "%s, skips %s, kernel_size %s (layer %s: %s), the weights one of width %s, "
+                        "skips %s, kernel_size %s"
+                        % (rundir.config_path(prefix), prefix, spec.width, list(spec.skips),
+                           spec.kernel_size, layer[0], layer[1:], found.width,
+                           sorted(found.skips, reverse=True), found.kernel_size))
     if config is not None and config.model.quantize:
         values = quantize_values(values, config.model.num_bits)
     return prefix, spec, values

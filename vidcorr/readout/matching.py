@@ -30,7 +30,7 @@ import numpy as np
 
 from vidcorr.compat import tower_devices
 from vidcorr.errors import UserError
-from vidcorr.io.video import resize_float, to_rgb_float
+from vidcorr.io.video import FLOAT_TOLERANCE, resize_float, to_rgb_float
 from vidcorr.readout.blend import BlendGraph, blend_confidence
 from vidcorr.readout.budget import check_budget
 from vidcorr.readout.confidence import match_confidence, peak_ratio
@@ -277,6 +277,9 @@ class Matcher(object):
           UserError: for unreadable or mismatched images, images smaller than
             32 pixels, a bad stride, or a pair over the time or memory limit.
         """
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or \
+                not tolerance >= 0:
+            raise UserError("tolerance must be a number of pixels >= 0, got %r" % (tolerance,))
         a, b, (h, w) = self._prepare(frame_t, frame_t2)
         nh, nw = a.shape[:2]
         points = grid_points(nh, nw, stride, offset)
@@ -291,8 +294,13 @@ class Matcher(object):
         sx, sy = w / float(nw), h / float(nh)
         to_orig = lambda xy: np.stack([(xy[..., 0] + 0.5) * sx - 0.5,  # noqa: E731
                                        (xy[..., 1] + 0.5) * sy - 0.5], axis=-1)
-        return Matches(np.rint(to_orig(points)).astype(int), to_orig(pos[:, 0]),
-                       to_orig(pos[:, 1]), peak, conf, valid, (h, w))
+        pos = to_orig(pos)  # [N, 2, 2]
+        # A position beyond the image's edge (more than half a pixel past the outer pixel
+        # centres) shows the point leaving the view: not a match. The rest are clipped in.
+        inside = np.all((pos >= -0.5) & (pos <= np.array([w, h], np.float64) - 0.5), axis=(1, 2))
+        pos = np.clip(pos, 0.0, np.array([w - 1, h - 1], np.float64))
+        return Matches(np.rint(to_orig(points)).astype(int), pos[:, 0], pos[:, 1], peak, conf,
+                       valid & inside, (h, w))
 
     def _read_out(self, a, b, points, stride, levels, progress, desc):
         """Coarse-to-fine positions of ``points`` on the pair ``(a, b)``, by either read-out.
@@ -397,8 +405,19 @@ class Matcher(object):
         return self.predictor_for(*a.shape[:2]).predict(pair)[0]
 
     def predict_batch(self, inputs):
-        """Middle frames ``[N, H, W, 3]`` of ``[N, H, W, 6]`` float pairs in [0, 1]."""
+        """Middle frames ``[N, H, W, 3]`` of ``[N, H, W, 6]`` float pairs in [0, 1].
+
+        Raises:
+          UserError: for another shape, NaN or values outside [0, 1] (e.g. 0-255 data).
+        """
         inputs = np.asarray(inputs, np.float32)
+        if inputs.ndim != 4 or inputs.shape[3] != 6:
+            raise UserError("pairs must be [N, H, W, 6] (frames t and t+2 stacked), got %s"
+                            % list(inputs.shape))
+        if inputs.size and not (np.all(np.isfinite(inputs)) and inputs.min() >= -FLOAT_TOLERANCE
+                                and inputs.max() <= 1 + FLOAT_TOLERANCE):
+            raise UserError("pairs must be finite floats in [0, 1], got values from %g to %g "
+                            "(0-255 data? divide by 255.0)" % (inputs.min(), inputs.max()))
         return self.predictor_for(*inputs.shape[1:3]).predict(inputs)
 
     def close(self):

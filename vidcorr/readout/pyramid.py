@@ -65,9 +65,10 @@ def grid_points(height, width, stride, offset=0):
     Raises:
       UserError: for ``stride < 1`` or an offset outside ``[0, stride)``.
     """
-    if int(stride) != stride or stride < 1:
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) and not (
+            isinstance(stride, float) and stride.is_integer()) or stride < 1:
         raise UserError("stride must be an integer >= 1, got %r" % (stride,))
-    if not 0 <= offset < max(stride, 1) or int(offset) != offset:
+    if isinstance(offset, bool) or not 0 <= offset < max(stride, 1) or int(offset) != offset:
         raise UserError("offset must be an integer in [0, stride), got %r" % (offset,))
     ys, xs = np.meshgrid(np.arange(offset, height, stride), np.arange(offset, width, stride),
                          indexing="ij")

@@ -277,8 +277,12 @@ def _window_max_pool(op, win, mask, deps):
     return [(0, fine.like(fine.data * fine.gather(mask)).crop())]
 
 
+CHANNEL_AXIS = 3  # NHWC
+
+
 def _window_concat(op, win, prepared, deps):
-    if int(tf.get_static_value(op.inputs[-1])) % 4 != 3:
+    rank = op.outputs[0].shape.ndims
+    if int(tf.get_static_value(op.inputs[-1])) % rank != CHANNEL_AXIS:  # -1 is 3 too
         return None
     sizes = [t.shape.as_list()[3] for t in op.inputs[:-1]]
     parts = tf.split(win.data, sizes, axis=3)

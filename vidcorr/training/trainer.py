@@ -2,15 +2,17 @@
 
 ``Trainer(config).run()`` trains until ``train.steps``. Around one small loop:
 
-* the run directory gets the resolved ``config.json``; an existing run is never
-  written over unless ``resume=True``, which continues from its latest
-  checkpoint (global step, weights and Adam state);
+* the run directory (:mod:`vidcorr.io.rundir`) is locked while the run writes to
+  it, gets the resolved ``config.json``, and is never written over unless
+  ``resume=True``, which continues from its latest checkpoint (global step,
+  weights and Adam state); a fresh run that fails before its first checkpoint
+  removes what it wrote, so a plain rerun is not refused;
 * ``train.init_from`` seeds a fresh run's network from another checkpoint
   (e.g. a float model for the quantized fine-tune, ``model.quantize: true``);
 * checkpoints every ``checkpoint_every`` steps and at the end (the last
   ``keep_checkpoints`` kept); SIGINT/SIGTERM finish the current step, save
   and return;
-* TensorBoard summaries (loss, PSNR, learning rate, input/prediction/target
+* around the loop, hooks (:mod:`vidcorr.training.hooks`): TensorBoard summaries (loss, PSNR, learning rate, input/prediction/target
   images) and a tqdm progress bar with loss, samples/s and ETA;
 * validation PSNR on held-out triplets next to the frame-average baseline;
 * a NaN or Inf loss stops the run with :class:`TrainingDiverged`, leaving the
@@ -21,7 +23,7 @@
 """
 
 import contextlib
-import json
+import glob
 import os
 import signal
 import sys
@@ -31,18 +33,15 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from vidcorr.io import checkpoints
 from vidcorr.compat import session_config, tf
-from vidcorr.model.config import config_from_dict
-from vidcorr.training.data import TripletData
 from vidcorr.errors import UserError
+from vidcorr.io import rundir
 from vidcorr.model.losses import psnr, psnr_numpy, reconstruction_loss_numpy
+from vidcorr.training import hooks
+from vidcorr.training.data import TripletData
 from vidcorr.training.towers import build_towers
 
 __all__ = ["Trainer", "TrainingDiverged", "learning_rate", "train"]
-
-CONFIG_FILE = "config.json"
-CHECKPOINT_NAME = "model.ckpt"
 
 
 class TrainingDiverged(RuntimeError):
@@ -83,49 +82,67 @@ class Trainer(object):
         self._stop_signal = None
         self.is_chief = True  # the process that writes checkpoints, summaries and validation
         self.task_seed = 0  # added to the data seed (distributed workers draw different data)
+        self.lock = None
+        self.last_saved = None  # the latest checkpoint this process wrote
+        self.rate = None  # smoothed samples per second
+        self._fresh = False  # a new run (nothing to resume)
+        self._created_dir = False
 
     # -- set-up ----------------------------------------------------------------------------
     def _check_run_dir(self):
         """Refuses to overwrite a run; returns the checkpoint to resume from, or None."""
-        path = os.path.join(self.run_dir, CONFIG_FILE)
         existing = os.path.isdir(self.run_dir) and any(
             name == "checkpoint" or name.startswith("events.") for name in os.listdir(self.run_dir))
         if existing and not self.resume:
             raise UserError("run directory %s already holds a run; pass --resume to continue it "
                             "or set another train.run_dir" % self.run_dir)
-        if existing and os.path.isfile(path):
-            with open(path) as f:
-                old = config_from_dict(json.load(f), origin=path)
-            if old.model != self.config.model or old.data.crop_height != \
-                    self.config.data.crop_height or old.data.crop_width != self.config.data.crop_width:
-                raise UserError("cannot resume %s: its model or crop size differs from this "
-                                "config (see %s)" % (self.run_dir, path))
+        old = rundir.read_config(self.run_dir) if existing else None
+        if old is not None and (old.model != self.config.model or (
+                old.data.crop_height, old.data.crop_width) != (
+                self.config.data.crop_height, self.config.data.crop_width)):
+            raise UserError("cannot resume %s: its model or crop size differs from this "
+                            "config (see %s)" % (self.run_dir, rundir.config_path(self.run_dir)))
         if existing and os.path.isfile(os.path.join(self.run_dir, "checkpoint")):
-            return checkpoints.find_checkpoint(self.run_dir)
+            return rundir.find_checkpoint(self.run_dir)
         return None
 
-    def _write_config(self):
-        """Copies the resolved config into the run directory (atomically)."""
-        path = os.path.join(self.run_dir, CONFIG_FILE)
-        os.makedirs(self.run_dir, exist_ok=True)
-        with open(path + ".tmp", "w") as f:
-            json.dump(self.config.to_dict(), f, indent=2, sort_keys=True)
-        os.replace(path + ".tmp", path)
+    def _lock(self):
+        """Takes the run directory's lock (the chief: the one process that writes it)."""
+        if self.resume and not os.path.isdir(self.run_dir):
+            raise UserError("--resume: there is no run directory %s (mistyped? leave out "
+                            "--resume to start a new run there)" % self.run_dir)
+        self._created_dir = not os.path.isdir(self.run_dir)
+        self.lock = rundir.RunLock(self.run_dir).acquire()
 
     def setup(self):
-        """Loads data, builds the graph and session, restores or initialises variables."""
+        """Loads data, builds the graph and session, restores or initialises variables.
+
+        On an error the lock is released and a fresh run's files removed (the
+        session, if made, stays for :meth:`close`).
+        """
+        try:
+            return self._setup()
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _setup(self):
         c = self.config
+        if self.is_chief:
+            self._lock()
         latest = self._check_run_dir() if self.is_chief else None
-        start_step = checkpoints.checkpoint_step(latest) if latest else 0
+        self._fresh = latest is None
+        start_step = rundir.checkpoint_step(latest) if latest else 0
         init_prefix = None
         if self.resume and not latest and self.is_chief:
             self.log("--resume: %s has no checkpoint yet; starting from step 0" % self.run_dir)
         if c.train.init_from and not latest and self.is_chief:
-            init_prefix = checkpoints.find_checkpoint(c.train.init_from)
+            init_prefix = rundir.find_checkpoint(c.train.init_from)
+            rundir.checkpoint_variables(init_prefix)  # readable, before any work
         self.data = TripletData(c.data, log=self.log)
         self.val_inputs, self.val_targets = self.data.validation_set()
         if self.is_chief:
-            self._write_config()
+            rundir.write_config(self.run_dir, c)
         self.graph = tf.Graph()
         with self.graph.as_default():
             tf.set_random_seed(c.train.seed + self.task_seed)
@@ -157,7 +174,7 @@ class Trainer(object):
             self._init_from(self.sess, init_prefix)
 
     def _init_from(self, sess, init_prefix):
-        restored, _ = checkpoints.restore_matching(sess, init_prefix, self.network_variables,
+        restored, _ = rundir.restore_matching(sess, init_prefix, self.network_variables,
                                                    require_all=True)
         self.log("initialised %d network variables from %s" % (len(restored), init_prefix))
 
@@ -169,16 +186,13 @@ class Trainer(object):
     def _restore(self, latest, start_step):
         """Restores a resumed run: everything, or, from a checkpoint without optimizer
         state (an export), the network and the step with a fresh Adam state."""
-        try:
-            held = {name for name, _ in tf.train.list_variables(latest)}
-        except (tf.errors.OpError, ValueError) as err:
-            raise UserError("cannot read checkpoint %s: %s" % (latest, err))
+        held = rundir.checkpoint_variables(latest)
         lacking = [v.op.name for v in tf.global_variables() if v.op.name not in held]
         if not lacking:
-            checkpoints.restore_all(self.saver, self.sess, latest)
+            rundir.restore_all(self.saver, self.sess, latest)
             self.log("resumed %s at step %d" % (latest, start_step))
         else:
-            checkpoints.restore_matching(self.sess, latest,
+            rundir.restore_matching(self.sess, latest,
                                          self.network_variables + [self.global_step],
                                          require_all=True)
             self.log("resumed %s at step %d without optimizer state (it has none, e.g. an "
@@ -255,7 +269,8 @@ class Trainer(object):
                 "val_loss": reconstruction_loss_numpy(pred, self.val_targets, kind),
                 "baseline_loss": reconstruction_loss_numpy(average, self.val_targets, kind)}
 
-    def _report_validation(self, tag=""):
+    def report_validation(self, tag=""):
+        """Validates, logs the PSNR beside the frame average and writes it as summaries."""
         result = self.validate()
         self.log("step %d: validation PSNR %.2f dB, frame average %.2f dB (%+.2f dB)%s"
                  % (self.step, result["val_psnr"], result["baseline_psnr"],
@@ -267,78 +282,124 @@ class Trainer(object):
 
     def save(self):
         """Writes a checkpoint at the current step and returns its prefix."""
-        prefix = self.saver.save(self.sess, os.path.join(self.run_dir, CHECKPOINT_NAME),
+        prefix = self.saver.save(self.sess, os.path.join(self.run_dir, rundir.CHECKPOINT_NAME),
                                  global_step=self.step)
         self.writer.flush()
         return prefix
 
     # -- the loop --------------------------------------------------------------------------
     def _on_signal(self, signum, frame):
-        self._stop_signal = signum
+        if self._stop_signal is None:
+            self._stop_signal = signum
+        else:
+            self.log("signal %d: still stopping (finishing the step and saving), please wait"
+                     % signum)
+
+    def hooks(self):
+        """The hooks run around each step (:mod:`vidcorr.training.hooks`); the chief's
+        write summaries, checkpoints and validation."""
+        c = self.config.train
+        out = [hooks.ProgressHook(c.steps, self.progress)]
+        if self.is_chief:
+            out += [hooks.SummaryHook(c.summary_every), hooks.CheckpointHook(c.checkpoint_every),
+                    hooks.ValidationHook(c.validate_every)]
+        return out
+
+    def _loop(self, active):
+        """Runs steps until ``train.steps``, a signal, or the end of a distributed run;
+        returns the recent losses."""
+        losses = []
+        while self.step < self.config.train.steps and self._stop_signal is None:
+            fetches = [self.train_op, self.loss, self.psnr]
+            extra = {}
+            for hook in active:
+                tensor = hook.before_step(self)
+                if tensor is not None:
+                    extra[hook] = len(fetches)
+                    fetches.append(tensor)
+            start, before = time.perf_counter(), self.step
+            out, self.step = self._run_step(fetches)
+            if out is None:  # a distributed worker whose run has ended
+                break
+            loss = float(out[1])
+            if not np.isfinite(loss):
+                raise TrainingDiverged(
+                    "loss became %s at step %d; stopped without saving. The last good "
+                    "checkpoint is %s" % (loss, self.step, tf.train.latest_checkpoint(self.run_dir)))
+            losses = (losses + [loss])[-20:]
+            seconds = time.perf_counter() - start
+            for hook in active:
+                hook.after_step(self, hooks.StepResult(
+                    before, self.step, loss, float(out[2]), seconds,
+                    out[extra[hook]] if hook in extra else None))
+        return losses
 
     def train(self):
         """Runs the loop to ``train.steps``; returns a dict of results."""
-        c = self.config.train
         results = {"start_step": self.step}
         if self.config.model.quantize and self.step == 0:
             results["initial_float"] = self.validate(quantize=False)
-            results["initial"] = self._report_validation(
+            results["initial"] = self.report_validation(
                 " [quantized; float %.2f dB]" % results["initial_float"]["val_psnr"])
         handlers = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 handlers[sig] = signal.signal(sig, self._on_signal)
-        bar = tqdm(total=c.steps, initial=self.step, disable=not self.progress, unit="step",
-                   dynamic_ncols=True, mininterval=1.0 if sys.stderr.isatty() else 30.0)
-        last_saved, rate, losses = None, None, []
-        try:
-            while self.step < c.steps and self._stop_signal is None:
-                fetches = [self.train_op, self.loss, self.psnr]
-                want_summary = self.is_chief and (self.step + 1) % c.summary_every == 0
-                if want_summary:
-                    fetches.append(self.summary_op)
-                start, before = time.perf_counter(), self.step
-                out, self.step = self._run_step(fetches)
-                if out is None:  # a distributed worker whose run has ended
-                    break
-                elapsed = time.perf_counter() - start
-                loss, step_psnr = float(out[1]), float(out[2])
-                if not np.isfinite(loss):
-                    raise TrainingDiverged(
-                        "loss became %s at step %d; stopped without saving. The last good "
-                        "checkpoint is %s" % (loss, self.step,
-                                              tf.train.latest_checkpoint(self.run_dir)))
-                losses.append(loss)
-                if want_summary:
-                    self.writer.add_summary(out[3], self.step)
-                speed = c.batch_size / max(elapsed, 1e-9)
-                rate = speed if rate is None else 0.9 * rate + 0.1 * speed
-                bar.update(self.step - before)  # a distributed step may move it by more
-                bar.set_postfix(loss="%.4f" % loss, psnr="%.2f" % step_psnr,
-                                samples_s="%.1f" % rate, refresh=False)
-                # Crossing a multiple, not landing on it: a distributed worker's global
-                # step can move by more than one between its own steps.
-                if self.is_chief and self.step // c.checkpoint_every > before // c.checkpoint_every:
-                    last_saved = self.save()
-                if self.is_chief and self.step // c.validate_every > before // c.validate_every:
-                    self._report_validation()
+        try:  # the handlers stay until the final save is done: a second Ctrl-C waits for it
+            results.update(self._train_and_save())
         finally:
-            bar.close()
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
-        results.update(step=self.step, checkpoint=None, samples_per_second=rate,
+        return results
+
+    def _train_and_save(self):
+        active = self.hooks()
+        try:
+            for hook in active:
+                hook.begin(self)
+            losses = self._loop(active)
+        finally:
+            for hook in active:
+                hook.end(self)
+        results = dict(step=self.step, checkpoint=None, samples_per_second=self.rate,
                        interrupted=self._stop_signal is not None, signal=self._stop_signal,
-                       train_loss=float(np.mean(losses[-20:])) if losses else None)
+                       train_loss=float(np.mean(losses)) if losses else None)
         if not self.is_chief:  # the chief saves and validates
             return results
-        if last_saved is None or checkpoints.checkpoint_step(last_saved) != self.step:
-            last_saved = self.save()
+        if self.last_saved is None or rundir.checkpoint_step(self.last_saved) != self.step:
+            self.last_saved = self.save()
         if self._stop_signal is not None:
             self.log("stopped by signal %d at step %d; saved %s"
-                     % (self._stop_signal, self.step, last_saved))
-        results.update(self._report_validation(" [final]"))
-        results["checkpoint"] = last_saved
+                     % (self._stop_signal, self.step, self.last_saved))
+        results.update(self.report_validation(" [final]"))
+        results["checkpoint"] = self.last_saved
         return results
+
+    def _abandon(self):
+        """After an error: closes the summary writer, removes a fresh run's files if
+        it saved no checkpoint, and releases the lock."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self._discard_fresh_run()
+        if self.lock is not None:
+            self.lock.release()
+
+    def _discard_fresh_run(self):
+        """After a fresh run failed before its first checkpoint: removes the config and
+        events it wrote (and the folder if this run made it), so a rerun is not refused."""
+        if not (self.is_chief and self._fresh and self.last_saved is None and self.lock
+                and self.lock.held):
+            return
+        if os.path.isfile(os.path.join(self.run_dir, "checkpoint")):
+            return
+        for path in [rundir.config_path(self.run_dir)] + glob.glob(
+                os.path.join(glob.escape(self.run_dir), "events.out.tfevents.*")):
+            if os.path.isfile(path):
+                os.remove(path)
+        self.lock.release(remove=True)
+        if self._created_dir and not os.listdir(self.run_dir):
+            os.rmdir(self.run_dir)
 
     def close(self):
         """Closes the session and the summary writer."""
@@ -348,12 +409,17 @@ class Trainer(object):
         if self.sess is not None:
             self.sess.close()
             self.sess = None
+        if self.lock is not None:
+            self.lock.release()
 
     def run(self):
         """``setup()``, ``train()`` and ``close()``; returns the results dict."""
         try:
             self.setup()
             return self.train()
+        except BaseException:
+            self._abandon()
+            raise
         finally:
             self.close()
 

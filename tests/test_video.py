@@ -1,0 +1,59 @@
+"""Image and video reading (vidcorr.io.video): ranges, orientation, limits, paths."""
+
+import pathlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vidcorr.errors import UserError
+from vidcorr.io.video import natural_key, read_image, to_rgb_float
+
+
+def test_exif_orientation_is_applied(tmp_path):
+    """A phone JPEG stored sideways (Orientation 6: rotate 90 degrees clockwise to view) reads
+    as it is viewed, the same size and content as the upright file."""
+    ys, xs = np.mgrid[0:16, 0:24]
+    upright = np.stack([xs * 10, ys * 15, 128 + 0 * xs], axis=-1).astype(np.uint8)  # ramps
+    upright[:4, :8] = 255  # a bright top-left corner to find
+    stored = np.rot90(upright, k=1)  # [24, 16]: the sensor's orientation
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    path = str(tmp_path / "phone.jpg")
+    Image.fromarray(stored).save(path, quality=100, exif=exif)
+    Image.fromarray(upright).save(str(tmp_path / "plain.png"))
+    viewed = read_image(path)
+    assert viewed.shape == upright.shape
+    assert np.abs(viewed.astype(int) - upright).mean() < 8  # JPEG noise only
+    assert viewed[:4, :8].mean() > 240
+
+
+def test_limits_and_paths(tmp_path, monkeypatch):
+    image = np.zeros((20, 30, 3), np.uint8)
+    path = tmp_path / "a.png"
+    Image.fromarray(image).save(str(path))
+    assert to_rgb_float(path).shape == (20, 30, 3)  # a pathlib.Path is a path
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # a "bomb" of 600 pixels (> 2x limit)
+    with pytest.raises(UserError, match="cannot read image .*a.png: Image size \\(600 pixels\\)"):
+        read_image(str(path))
+    with pytest.raises(UserError, match="image not found"):
+        read_image(str(tmp_path / "missing.png"))
+    (tmp_path / "bad.png").write_bytes(b"not an image")
+    with pytest.raises(UserError, match="cannot read image"):
+        read_image(str(tmp_path / "bad.png"))
+
+
+def test_float_and_integer_ranges():
+    np.testing.assert_allclose(to_rgb_float(np.full((2, 2), 255, np.uint8)), 1.0)
+    np.testing.assert_allclose(to_rgb_float(np.full((2, 2, 1), 65535, np.uint16)), 1.0)
+    with pytest.raises(UserError, match="0-255 data"):
+        to_rgb_float(np.full((2, 2, 3), 200.0))
+    with pytest.raises(UserError, match="NaN"):
+        to_rgb_float(np.full((2, 2, 3), np.nan))
+    with pytest.raises(UserError, match="integer images"):
+        to_rgb_float(np.zeros((2, 2, 3), np.int32))
+
+
+def test_natural_order():
+    assert sorted(["f10.png", "f2.png", "f1.png"], key=natural_key) == [
+        "f1.png", "f2.png", "f10.png"]

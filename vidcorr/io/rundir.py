@@ -1,0 +1,252 @@
+"""Run directories: the one owner of ``config.json``, checkpoints and the run lock.
+
+A run directory (``train.run_dir``, an exported model folder) holds the
+resolved ``config.json``, checkpoints ``model.ckpt-<step>`` with TensorFlow's
+``checkpoint`` index, and, while a training process owns it, a lock.
+
+* :func:`read_config` / :func:`write_config`: the run's config (written atomically).
+* :func:`find_checkpoint`, :func:`checkpoint_variables`, :func:`checkpoint_step`:
+  finding a checkpoint and reading it, with one-line errors for missing or damaged files.
+* :func:`restore_matching` restores the variables a checkpoint has (by name, with
+  matching shapes) and ignores the rest, like TF-Slim's ``ignore_missing_vars``:
+  a float checkpoint initialises a quantized graph, a trained model seeds a
+  fine-tune without its optimizer state.
+* :class:`RunLock`: an OS file lock (``flock``) on ``<run_dir>/.lock``. The kernel
+  releases it when the process ends, however it ends, so a killed run never
+  leaves a stale lock; a second training of the same directory is refused.
+"""
+
+import errno
+import glob
+import json
+import os
+
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.io.files import atomic_write
+from vidcorr.model.config import config_from_dict
+
+__all__ = ["CONFIG_FILE", "CHECKPOINT_NAME", "LOCK_FILE", "config_path", "read_config",
+           "write_config", "find_checkpoint", "checkpoint_variables", "checkpoint_step",
+           "restore_matching", "damaged", "restore_all", "RunLock"]
+
+CONFIG_FILE = "config.json"
+CHECKPOINT_NAME = "model.ckpt"
+LOCK_FILE = ".lock"
+
+
+def config_path(path):
+    """The ``config.json`` of a run directory or beside a checkpoint prefix."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    return os.path.join(folder, CONFIG_FILE)
+
+
+def read_config(path):
+    """The :class:`vidcorr.model.config.Config` of a run directory or checkpoint prefix.
+
+    Returns:
+      The config, or None when there is no ``config.json``.
+
+    Raises:
+      UserError: if the file is not valid JSON or not a valid config.
+    """
+    path = config_path(path)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as err:
+        raise UserError("cannot read %s: %s" % (path, err))
+    return config_from_dict(data, origin=path)
+
+
+def write_config(folder, config):
+    """Writes ``config`` as ``<folder>/config.json`` atomically; returns the path."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, CONFIG_FILE)
+    atomic_write(path, json.dumps(config.to_dict(), indent=2, sort_keys=True))
+    return path
+
+
+def find_checkpoint(path):
+    """Resolves a run directory or checkpoint prefix to a checkpoint prefix.
+
+    Args:
+      path: a directory with a ``checkpoint`` file (its latest is used), or a
+        checkpoint prefix such as ``runs/x/model.ckpt-1000``.
+
+    Returns:
+      The checkpoint prefix.
+
+    Raises:
+      UserError: if nothing loadable is there.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise UserError("a checkpoint is a run directory or checkpoint prefix (a path), "
+                        "got %s" % type(path).__name__)
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        state = tf.train.get_checkpoint_state(path)
+        if state is None or not state.model_checkpoint_path:
+            raise UserError("no checkpoint in directory %s" % path)
+        # The checkpoint file may name an absolute path elsewhere (a copied or moved
+        # run, a packaged model): the file of that name here wins.
+        local = os.path.join(path, os.path.basename(state.model_checkpoint_path))
+        if os.path.isfile(local + ".index"):
+            return local
+        if os.path.isfile(state.model_checkpoint_path + ".index"):
+            return state.model_checkpoint_path
+        raise UserError("the checkpoint file in %s names %s, which does not exist"
+                        % (path, state.model_checkpoint_path))
+    if os.path.isfile(path + ".index"):
+        return path
+    raise UserError("checkpoint not found: %s (give a run directory or a checkpoint prefix "
+                    "like runs/x/model.ckpt-1000)" % path)
+
+
+def damaged(prefix, err):
+    """The one-line message for a checkpoint whose files cannot be read."""
+    files = sorted(glob.glob(glob.escape(prefix) + ".data-*")) or [prefix + ".index"]
+    reason = _first_line(err)
+    if reason.rstrip(":").strip().lower() in ("graph execution error", ""):
+        reason = "its data could not be decoded"
+    return "checkpoint %s is damaged or truncated (%s): %s" % (prefix, ", ".join(files), reason)
+
+
+def restore_all(saver, sess, prefix):
+    """``saver.restore`` with a one-line :class:`UserError` for damaged files."""
+    try:
+        saver.restore(sess, prefix)
+    except (tf.errors.OpError, ValueError, IndexError) as err:
+        if isinstance(err, tf.errors.NotFoundError) and "not found in checkpoint" in str(err):
+            raise
+        raise UserError(damaged(prefix, err))
+
+
+def checkpoint_variables(prefix):
+    """``{name: shape}`` of the variables a checkpoint holds.
+
+    Raises:
+      UserError: if the checkpoint's index cannot be read.
+    """
+    try:
+        return {name: list(shape) for name, shape in tf.train.list_variables(prefix)}
+    except (tf.errors.OpError, ValueError) as err:
+        raise UserError("cannot read checkpoint %s: %s" % (prefix, _first_line(err)))
+
+
+def _first_line(err):
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def checkpoint_step(prefix):
+    """The ``global_step`` stored in a checkpoint (0 when it has none).
+
+    Raises:
+      UserError: if the checkpoint's files are damaged.
+    """
+    try:
+        return int(tf.train.load_variable(prefix, "global_step"))
+    except (tf.errors.NotFoundError, ValueError):
+        return 0
+    except (tf.errors.OpError, IndexError) as err:
+        raise UserError(damaged(prefix, err))
+
+
+def restore_matching(sess, prefix, var_list, require_all=False):
+    """Restores the variables of ``var_list`` that the checkpoint holds.
+
+    Args:
+      sess: the session.
+      prefix: a checkpoint prefix.
+      var_list: candidate variables.
+      require_all: raise if any variable is missing from the checkpoint.
+
+    Returns:
+      ``(restored, missing)``: lists of variable names.
+
+    Raises:
+      UserError: when shapes disagree (e.g. a checkpoint of another network
+        width), when nothing matches, or when ``require_all`` and some are
+        missing.
+    """
+    shapes = checkpoint_variables(prefix)
+    restore, missing = [], []
+    for var in var_list:
+        name = var.op.name
+        if name not in shapes:
+            missing.append(name)
+        elif list(shapes[name]) != var.shape.as_list():
+            raise UserError("checkpoint %s does not fit this network: %s has shape %s there but "
+                            "%s here (a different model.width?)"
+                            % (prefix, name, list(shapes[name]), var.shape.as_list()))
+        else:
+            restore.append(var)
+    if not restore:
+        raise UserError("checkpoint %s holds none of this network's variables" % prefix)
+    if require_all and missing:
+        raise UserError("checkpoint %s lacks %d variables, e.g. %s"
+                        % (prefix, len(missing), missing[0]))
+    restore_all(tf.train.Saver(restore), sess, prefix)
+    return [v.op.name for v in restore], missing
+
+
+class RunLock(object):
+    """An exclusive OS lock on a run directory, held while a process writes to it.
+
+    Use as a context manager or call :meth:`acquire` / :meth:`release`. The lock
+    is ``flock`` on ``<run_dir>/.lock``, which holds the owner's pid for the
+    message a second process gets.
+
+    Args:
+      run_dir: the run directory (created if needed).
+
+    Raises:
+      UserError: on :meth:`acquire` when another live process holds the lock.
+    """
+
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+        self.path = os.path.join(run_dir, LOCK_FILE)
+        self._fd = None
+
+    def acquire(self):
+        """Takes the lock; returns self."""
+        import fcntl  # POSIX; the support matrix is Linux
+        os.makedirs(self.run_dir, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            owner = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise UserError("run directory %s is in use by another process (pid %s); wait "
+                                "for it to end or choose another train.run_dir"
+                                % (self.run_dir, owner))
+            raise UserError("cannot lock run directory %s: %s" % (self.run_dir, err.strerror))
+        os.ftruncate(fd, 0)
+        os.write(fd, ("%d\n" % os.getpid()).encode("ascii"))
+        self._fd = fd
+        return self
+
+    def release(self, remove=False):
+        """Releases the lock (closing the file releases it); ``remove`` deletes the file."""
+        if self._fd is None:
+            return
+        if remove and os.path.exists(self.path):
+            os.remove(self.path)
+        os.close(self._fd)
+        self._fd = None
+
+    @property
+    def held(self):
+        return self._fd is not None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
