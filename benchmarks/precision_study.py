@@ -30,9 +30,11 @@ from vidcorr.compat import tf  # noqa: E402
 from vidcorr.training.data import TripletData  # noqa: E402
 from vidcorr.readout.pyramid import grid_points  # noqa: E402
 from vidcorr.evaluation.groundtruth import builtin_pair  # noqa: E402
-from vidcorr.readout.inference import MODEL_SCOPE, FoldedGraph, run_config  # noqa: E402
+from vidcorr.io.rundir import read_config  # noqa: E402
+from vidcorr.readout.inference import MODEL_SCOPE, FoldedGraph  # noqa: E402
 from vidcorr.training.layered import subpixel_layered_triplet  # noqa: E402
-from vidcorr.readout.matching import Matcher, centroid_peaks, refine_peaks  # noqa: E402
+from vidcorr.readout.matching import Matcher  # noqa: E402
+from vidcorr.readout.subpixel import centroid_peaks, refine_peaks  # noqa: E402
 from vidcorr.evaluation.metrics import coverage_accuracy, endpoint_errors  # noqa: E402
 from vidcorr.model.network import mind, padding_for  # noqa: E402
 
@@ -108,7 +110,7 @@ def main(argv=None):
     matchers = {n: Matcher(args.checkpoint, norm=n, levels=1) for n in ("l2", "l1", "max")}
     if not matchers["l2"].spec.kernel_size:
         sys.exit("the precision study needs a model with the kernel head")
-    config = run_config(matchers["l2"].checkpoint)
+    config = read_config(matchers["l2"].checkpoint)
     studies = {}
 
     # Layered triplets from held-out frames: middle pixel p at p - v in t, p + v in t+2.

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from vidcorr.io import rundir
-from vidcorr.training.distributed import free_ports, read_cluster
+from tests.reference import free_ports
+from vidcorr.training.distributed import read_cluster
 from vidcorr.errors import UserError
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))

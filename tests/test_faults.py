@@ -231,3 +231,36 @@ def test_outputs_that_cannot_be_written_are_found_before_the_work(random_checkpo
     from vidcorr.apps.correspond import correspond_pairs
     with pytest.raises(UserError, match="cannot be written: Read-only file system"):
         correspond_pairs([("a__b", "a.png", "b.png")], str(tmp_path / "o"), random_checkpoint)
+
+
+def test_a_full_disk_while_training_is_one_line(tmp_path, monkeypatch):
+    """A checkpoint that cannot be written (ENOSPC from TensorFlow's writer) stops the run
+    with one line naming the step, the folder and the last good checkpoint."""
+    from vidcorr.model.config import config_from_dict
+    from vidcorr.training.trainer import Trainer
+
+    with open(os.path.join(ROOT, "configs", "tiny_test.json")) as f:
+        data = json.load(f)
+    data["model"]["width"] = 0.125
+    data["data"].update(crop_width=32, val_triplets=8)
+    data["train"].update(run_dir=str(tmp_path / "run"), steps=4, checkpoint_every=2,
+                         validate_every=1000, summary_every=1000)
+    trainer = Trainer(config_from_dict(data), log=lambda m: None, progress=False).setup()
+    saves = []
+
+    def full(sess, path, global_step=None):
+        if saves:
+            raise tf.errors.ResourceExhaustedError(None, None, "model.ckpt-4.data: No space "
+                                                   "left on device\n\t [[node save/SaveV2]]")
+        saves.append(global_step)
+        return original(sess, path, global_step=global_step)
+    original = trainer.saver.save
+    monkeypatch.setattr(trainer.saver, "save", full)
+    try:
+        with pytest.raises(UserError) as info:
+            trainer.train()
+    finally:
+        trainer.close()
+    message = str(info.value)
+    assert "\n" not in message and "No space left on device" in message, message
+    assert "at step 4" in message and message.endswith("model.ckpt-2)"), message

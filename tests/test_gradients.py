@@ -220,3 +220,19 @@ def test_bad_weights_and_grid(setup, random_checkpoint):
     assert chunk_for_budget(NetworkSpec(), 128, 384, 100) == 1  # below the fixed part
     assert 1 < chunk_for_budget(NetworkSpec(), 128, 384, 2048) < chunk_for_budget(
         NetworkSpec(), 128, 384, 3072)
+
+
+def test_matcher_sensitivity_maps_are_the_gradient_norms(setup):
+    """Matcher.sensitivity_maps: each point's per-frame L2 norm over colour of the gradient,
+    against tf.gradients of the unfolded network."""
+    from vidcorr.readout.matching import Matcher
+
+    prefix, image, points, grads, _ = setup
+    matcher = Matcher(prefix, readout="sensitivity", levels=1)
+    maps = matcher.sensitivity_maps(image[..., :3], image[..., 3:], points[:3])
+    with pytest.raises(UserError, match="points must be"):
+        matcher.sensitivity_maps(image[..., :3], image[..., 3:], [[W, 0]])
+    matcher.close()
+    expected = np.sqrt((grads[:3].reshape(3, H, W, 2, 3) ** 2).sum(-1)).transpose(0, 3, 1, 2)
+    assert maps.shape == (3, 2, H, W)
+    np.testing.assert_allclose(maps, expected, rtol=2e-3, atol=1e-6 * expected.max())

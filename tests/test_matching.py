@@ -10,7 +10,8 @@ from PIL import Image
 
 from vidcorr.errors import UserError
 from vidcorr.io.video import to_rgb_float
-from vidcorr.readout.matching import Matcher, Matches, centroid_peaks, refine_peaks
+from vidcorr.readout.matching import Matcher, Matches
+from vidcorr.readout.subpixel import centroid_peaks, refine_peaks
 from vidcorr.training.synthetic import moving_triplet
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))

@@ -123,9 +123,14 @@ def test_sigterm_while_training_saves_and_exits_143(tmp_path):
         time.sleep(0.5)
     time.sleep(3)  # some steps
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.3)  # pending signals arrive by number: SIGINT would overtake SIGTERM
-    proc.send_signal(signal.SIGINT)  # a second signal while it finishes and saves
-    _, err = proc.communicate(timeout=120)
+    lines = []
+    for line in proc.stderr:  # until the trainer has taken the signal
+        lines.append(line)
+        if "stopping after this step" in line:
+            break
+    proc.send_signal(signal.SIGTERM)  # a second signal while it finishes and saves
+    _, rest = proc.communicate(timeout=120)
+    err = "".join(lines) + rest
     assert proc.returncode == 143, err
     assert "interrupted at step" in err and "nothing was saved" not in err, err
     assert "still stopping" in err, err

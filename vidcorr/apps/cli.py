@@ -297,23 +297,42 @@ def _evaluate(args, levels, upsamples, readouts):
 
 
 def export_main(argv=None):
-    """Export a trained run as a model folder with a card (e.g. the packaged default model).
+    """Export a trained run as a model folder with a card, or for serving without vidcorr.
 
       python scripts/export_model.py --run runs/cpu_small --out vidcorr/models/default \
-          [--evaluation evaluation/default.json] [--notes "..."]"""
+          [--evaluation evaluation/default.json] [--notes "..."]
+      python scripts/export_model.py --run vidcorr/models/default --out serving/default \
+          --format saved_model,onnx
+
+    checkpoint (the default): the network's variables, config.json and card.json, a
+    folder Matcher loads like a run. saved_model: a cond-free, variable-free
+    SavedModel with the entry points interpolate and flow (docs/serving.md); onnx:
+    the same as ONNX files too (pip install -e .[onnx])."""
     parser = argparse.ArgumentParser(description=inspect.cleandoc(export_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", required=True, help="run directory or checkpoint prefix")
-    parser.add_argument("--out", required=True, help="model folder to write")
+    parser.add_argument("--run", required=True, help="run directory, model folder or checkpoint "
+                                                     "prefix")
+    parser.add_argument("--out", required=True, help="folder to write")
+    parser.add_argument("--format", default="checkpoint",
+                        help="checkpoint, or saved_model and/or onnx (comma list; default "
+                             "%(default)s)")
     parser.add_argument("--evaluation", help="evaluate.py JSON report to put in the card")
     parser.add_argument("--notes", default="", help="free text for the card")
     parser.add_argument("--no-interpolation", action="store_true",
                         help="do not measure validation PSNR/SSIM for the card")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
+    formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    serving = [f for f in formats if f != "checkpoint"]
+    if not formats or ("checkpoint" in formats and serving):
+        parser.error("--format is checkpoint, or saved_model and/or onnx, got %r" % args.format)
     with quiet_stderr(not args.verbose):
-        from vidcorr.apps.export import export_model
-        code, _ = run_cli(lambda: export_model(args.run, args.out, args.evaluation, args.notes,
-                                               interpolation=not args.no_interpolation))
+        if serving:
+            from vidcorr.apps.serving import export_serving
+            code, _ = run_cli(lambda: export_serving(args.run, args.out, serving))
+        else:
+            from vidcorr.apps.export import export_model
+            code, _ = run_cli(lambda: export_model(
+                args.run, args.out, args.evaluation, args.notes,
+                interpolation=not args.no_interpolation))
     return code
-

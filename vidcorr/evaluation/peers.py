@@ -18,6 +18,7 @@ Every function takes ``[H, W, 3]`` float images in [0, 1].
 import numpy as np
 
 from vidcorr.errors import UserError
+from vidcorr.readout.pyramid import warp
 
 __all__ = ["PEERS", "DENSE_PEERS", "require_cv2", "dense_flow", "sift_matches", "midpoint_warp",
            "peer_available"]
@@ -105,15 +106,6 @@ def sift_matches(image1, image2, ratio=0.8):
     return p1, p3
 
 
-def _warp(image, flow):
-    """Backward warp: ``out(x) = image(x + flow(x))``, bilinear, border replicated."""
-    cv2 = require_cv2()
-    h, w = image.shape[:2]
-    xs, ys = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
-    return cv2.remap(np.asarray(image, np.float32), xs + flow[..., 0], ys + flow[..., 1],
-                     cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-
-
 def midpoint_warp(frame_t, frame_t2):
     """The middle frame by DIS-flow warping (see the module docstring), ``[H, W, 3]``.
 
@@ -124,5 +116,5 @@ def midpoint_warp(frame_t, frame_t2):
     f10 = dense_flow("dis", frame_t2, frame_t)
     f_m0 = 0.25 * (f10 - f01)
     f_m1 = 0.25 * (f01 - f10)
-    out = 0.5 * (_warp(frame_t, f_m0) + _warp(frame_t2, f_m1))
+    out = 0.5 * (warp(frame_t, f_m0) + warp(frame_t2, f_m1))
     return np.clip(out, 0.0, 1.0).astype(np.float32)

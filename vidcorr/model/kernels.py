@@ -47,26 +47,41 @@ def logit_bias(kernel_size):
     return bias
 
 
+def _reshape_pixels(values, x, tail):
+    """``values`` reshaped to ``[B, H, W] + tail`` with B, H, W those of ``x``: static
+    where known; otherwise taken from ``tf.shape(x)`` in one piece, so that a graph for
+    any size (``vidcorr.apps.serving``) has one shape tensor, not three unknowns."""
+    height, width = x.shape.as_list()[1:3]
+    if height is None or width is None:
+        return tf.reshape(values, tf.concat([tf.shape(x)[:3], tail], axis=0))
+    return tf.reshape(values, [tf.shape(x)[0], height, width] + list(tail))
+
+
 def _patches(frames, kernel_size):
     """Each pixel's K x K neighbourhood of both frames, zero outside: ``[B, H, W, K^2, 2, 3]``.
 
     One ``extract_image_patches`` op rather than ``K^2`` shifted slices: one
     op and one gradient op per blend, whatever K is.
     """
-    b = tf.shape(frames)[0]
-    height, width = frames.shape.as_list()[1:3]
     k = kernel_size
+    if None in frames.shape.as_list()[1:3]:
+        # A graph for any size (vidcorr.apps.serving): K^2 shifted slices of the zero-padded
+        # frames, ops every converter knows (ONNX has no ExtractImagePatches).
+        r = k // 2
+        padded = tf.pad(frames, [[0, 0], [r, r], [r, r], [0, 0]])  # zeros outside
+        size = tf.shape(frames)
+        taps = [padded[:, dy:dy + size[1], dx:dx + size[2], :]
+                for dy in range(k) for dx in range(k)]  # (dy, dx) order, [B, H, W, 6] each
+        return _reshape_pixels(tf.stack(taps, axis=3), frames, [k * k, 2, 3])
     patches = tf.extract_image_patches(frames, [1, k, k, 1], [1, 1, 1, 1], [1, 1, 1, 1],
                                        "SAME")  # [B, H, W, K*K*6], ordered (dy, dx, channel)
-    return tf.reshape(patches, [b, height, width, k * k, 2, 3])
+    return _reshape_pixels(patches, frames, [k * k, 2, 3])
 
 
 def _per_tap(values, kernel_size):
     """``[B, H, W, 2K^2]`` in logit order (frame, dy, dx) -> ``[B, H, W, K^2, 2]``."""
-    b = tf.shape(values)[0]
-    height, width = values.shape.as_list()[1:3]
     k2 = kernel_size * kernel_size
-    return tf.transpose(tf.reshape(values, [b, height, width, 2, k2]), [0, 1, 2, 4, 3])
+    return tf.transpose(_reshape_pixels(values, values, [2, k2]), [0, 1, 2, 4, 3])
 
 
 def apply_kernels(frames, logits, kernel_size):

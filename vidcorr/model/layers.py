@@ -153,20 +153,22 @@ def conv2d_transpose(name, x, filters, kernel_size=4, stride=2, use_bias=False, 
       ``[B, H*stride, W*stride, filters]``.
 
     Raises:
-      ValueError: for a non-4-D input, unknown channels or unknown H, W.
+      ValueError: for a non-4-D input or unknown channels.
     """
     _, height, width, channels = check_nhwc(x, "x")
-    if height is None or width is None:
-        raise ValueError("conv2d_transpose needs static height and width, got shape %s" % x.shape)
+    dynamic = tf.shape(x)
+    out_h = height * stride if height is not None else dynamic[1] * stride
+    out_w = width * stride if width is not None else dynamic[2] * stride
     with tf.variable_scope(name):
         fan_in = channels * (kernel_size // stride) ** 2
         init = initializer or _he_normal(fan_in)
         w = get_variable("weights", [kernel_size, kernel_size, filters, channels], init)
         w = apply_transform(transform, w, "weights", channel_axis=2)
-        out_shape = tf.stack([tf.shape(x)[0], height * stride, width * stride, filters])
+        out_shape = tf.stack([dynamic[0], out_h, out_w, filters])
         y = tf.nn.conv2d_transpose(x, w, out_shape, strides=[1, stride, stride, 1],
                                    padding="SAME", data_format="NHWC")
-        y.set_shape([x.shape[0], height * stride, width * stride, filters])  # [B, sH, sW, F]
+        y.set_shape([x.shape[0], height and height * stride, width and width * stride,
+                     filters])  # [B, sH, sW, F]
         if use_bias:
             b = get_variable("biases", [filters], tf.zeros_initializer())
             b = apply_transform(transform, b, "biases")

@@ -69,20 +69,33 @@ def padding_for(height, width, multiple=MULTIPLE):
 def pad_to_multiple(x, multiple=MULTIPLE):
     """Reflect-pads H and W of ``x`` up to a multiple of ``multiple``.
 
+    With static H and W the padding is computed here (:func:`padding_for`); with
+    unknown ones (a graph for any image size, :mod:`vidcorr.apps.serving`) the same
+    padding is computed in the graph.
+
     Args:
-      x: ``[B, H, W, C]`` with static H and W.
+      x: ``[B, H, W, C]``.
       multiple: the multiple.
 
     Returns:
       ``(padded, (top, left, height, width))``: the padded tensor and the
-      window that crops the original extent back out.
+      window that crops the original extent back out (ints, or scalar tensors
+      for unknown sizes).
 
     Raises:
-      ValueError: if H or W is unknown, or too small to reflect the padding.
+      ValueError: if a static H or W is too small to reflect the padding.
     """
     _, height, width, _ = layers.check_nhwc(x, "frames")
     if height is None or width is None:
-        raise ValueError("frames need a static height and width, got shape %s" % x.shape)
+        shape = tf.shape(x)
+        height, width = shape[1], shape[2]
+        # (m - n % m) % m, not (-n) % m: with non-negative operands every converter's
+        # modulo agrees (ONNX's Mod of a negative int took C's sign).
+        pad_h = (multiple - height % multiple) % multiple
+        pad_w = (multiple - width % multiple) % multiple
+        top, left = pad_h // 2, pad_w // 2
+        paddings = tf.stack([[0, 0], [top, pad_h - top], [left, pad_w - left], [0, 0]])
+        return tf.pad(x, paddings, mode="REFLECT"), (top, left, height, width)
     top, bottom, left, right = padding_for(height, width, multiple)
     if top or bottom or left or right:
         x = tf.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]], mode="REFLECT")
@@ -124,7 +137,8 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
         ``is_training`` is ignored). Load it with folded checkpoint values.
       endpoints: optional dict, filled with ``features`` (input of the output
         convolution), ``logits`` (kernel head only) and ``padded`` (the padded
-        input frames), all at the padded size.
+        input frames), all at the padded size, and ``crop``, the ``(top, left,
+        height, width)`` window of the original size in them.
       update_moving: whether training updates batch norm's moving statistics
         (False for every tower of a multi-device step but the first).
 
@@ -161,7 +175,7 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
                 features[0] = h  # [B, H', W', C]
         output = plan[-1]
         if endpoints is not None:
-            endpoints.update(features=h, padded=padded + 0.5)
+            endpoints.update(features=h, padded=padded + 0.5, crop=(top, left, height, width))
         if spec.kernel_size:
             k = spec.kernel_size
             logits = layers.conv2d(output.name, h, output.cout, 1, use_bias=True,

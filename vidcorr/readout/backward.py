@@ -35,6 +35,7 @@ output raises :class:`UnsupportedGraph`, so callers can fall back to pfor.
 """
 
 from vidcorr.compat import tf
+from vidcorr.readout.memory import DENSE_FRACTION, Density
 from vidcorr.readout.transpose import NOT_DIFFERENTIABLE, RULES, UnsupportedGraph, batch_shape
 from vidcorr.readout.windows import WINDOW_RULES, Window, dense, sum_cotangents
 
@@ -116,7 +117,7 @@ class BatchedVJP(object):
         """Gradients w.r.t. ``xs`` for cotangents ``[N] + ys.shape[1:]``: ``[N] + xs.shape[1:]``."""
         return self._backward(cotangents)
 
-    def points(self, values, rows, cols, windowed=False, join=True):
+    def points(self, values, rows, cols, windowed=False, density=None):
         """Gradients w.r.t. ``xs`` for cotangents that are non-zero at one pixel each.
 
         Cotangent n is ``values[n]`` at pixel ``(rows[n], cols[n])`` of ``ys``
@@ -133,10 +134,9 @@ class BatchedVJP(object):
           cols: int32 ``[N]``.
           windowed: return a :class:`vidcorr.readout.windows.Window` if the pass
             stayed windowed up to ``xs`` (else the dense tensor).
-          join: keep windows where two paths meet (their union); False goes
-            dense there (where the pass cannot stay windowed up to ``xs``,
-            windows past the first join cost more than they save: measured
-            in ``benchmarks/bench_scaling.py``).
+          density: where the pass goes dense, a
+            :class:`vidcorr.readout.memory.Density` whose ``join`` is "union" or
+            "dense" (default: the default fraction, "union").
 
         Returns:
           ``[N] + xs.shape[1:]``, or with ``windowed`` possibly a Window of it.
@@ -145,17 +145,20 @@ class BatchedVJP(object):
         oy, ox = rows // 2 * 2, cols // 2 * 2  # a 2x2 window at even origins
         data = (values[:, None, None, :] * tf.one_hot(rows - oy, 2)[:, :, None, None] *
                 tf.one_hot(cols - ox, 2)[:, None, :, None])  # [N, 2, 2, C]
-        return self._backward(Window(data, oy, ox, height, width, 2, ((0, 1), (0, 1))), windowed,
-                              join)
+        density = density or Density(DENSE_FRACTION, "union")
+        if density.join not in ("union", "dense"):
+            raise ValueError("points() needs a density join of 'union' or 'dense', got %r"
+                             % (density.join,))
+        return self._backward(Window(data, oy, ox, height, width, 2, ((0, 1), (0, 1)),
+                                     density.fraction), windowed, density.join)
 
-    def _backward(self, cotangents, windowed=False, join=True):
+    def _backward(self, cotangents, windowed=False, join="union"):
         grads = {self.ys.name: [cotangents]}
         for op, deps in reversed(self._ops):
             incoming = grads.pop(op.outputs[0].name, None)
             if incoming is None:
                 continue
-            g = sum_cotangents(incoming) if join or len(incoming) == 1 else tf.add_n(
-                [dense(c) for c in incoming])
+            g = sum_cotangents(incoming, join)
             prepared, results = self._prepared[op.name], None
             if isinstance(g, Window) and not g.too_big() and op.type in WINDOW_RULES:
                 results = WINDOW_RULES[op.type](op, g, prepared, deps)

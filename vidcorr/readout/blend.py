@@ -38,7 +38,8 @@ from vidcorr.readout.options import (DEFAULT_SIGMA, DEFAULT_SMOOTH, DEFAULT_STAT
                                      DEFAULT_TEMPERATURE, STATISTICS)
 from vidcorr.readout.pyramid import MIN_CONFIDENCE_WEIGHT
 
-__all__ = ["BlendGraph", "blend_confidence", "sample_bilinear", "smooth_field"]
+__all__ = ["BlendGraph", "blend_confidence", "blend_moments", "sample_bilinear",
+           "sample_bilinear_batch", "reflect_positions", "smooth_field", "MASS_FLOOR"]
 
 MASS_FLOOR = 1e-6  # a frame with less weight than this has no defined position
 
@@ -98,22 +99,9 @@ class BlendGraph(FoldedGraph):
         mind(inputs, False, spec=spec, folded=True, name=MODEL_SCOPE, endpoints=endpoints)
         top, _, left, _ = padding_for(h, w)
         logits = endpoints["logits"][0, top:top + h, left:left + w, :]  # [H, W, 2K^2]
-        logits = tf.reshape(logits, [h * w, 2 * k2]) / self.temperature  # [HW, 2K^2]
-        weights = tf.nn.softmax(logits, axis=-1)  # [HW, 2K^2]
-        taps = kernels.tap_grid(k)  # [K^2, (dx, dy)]
-        # One matmul gives both frames' mass and first moments: [2K^2, 6] columns
-        # (mass, x moment, y moment) for frame t, then for frame t+2.
-        moments = np.zeros((2 * k2, 6), np.float32)
-        for f in range(2):
-            moments[f * k2:(f + 1) * k2, 3 * f] = 1.0
-            moments[f * k2:(f + 1) * k2, 3 * f + 1:3 * f + 3] = taps
-        sums = tf.reshape(tf.matmul(weights, moments), [h * w, 2, 3])  # [HW, 2, (m, mx, my)]
-        mass = sums[..., 0]  # [HW, 2]
-        safe = tf.maximum(mass, MASS_FLOOR)[..., None]  # [HW, 2, 1]
-        centroid = sums[..., 1:] / safe  # [HW, frame, (dx, dy)]
-
+        logits = tf.reshape(logits, [h * w, 2 * k2])  # [HW, 2K^2]
+        weights, mass, centroid, peak = blend_moments(logits, k, self.temperature)
         per_frame = tf.reshape(weights, [h * w * 2, k2])  # [HW*2, K^2], frame-major rows
-        peak = tf.reshape(tf.reduce_max(per_frame, axis=1), [h * w, 2]) / safe[..., 0]  # [HW, 2]
         if self.statistic == "centroid":
             position = centroid
         else:
@@ -121,7 +109,7 @@ class BlendGraph(FoldedGraph):
                                   [h * w, 2, 2])  # [HW, frame, (dx, dy)]
         # Positions in the warped frames, reflected into the image as the network's
         # padding mirrors it, then mapped back through the warp: q + d_f(q).
-        found = [_reflect(pixels + position[:, f], w, h) for f in (0, 1)]  # 2 x [HW, 2]
+        found = [reflect_positions(pixels + position[:, f], w, h) for f in (0, 1)]  # 2 x [HW, 2]
         found = [q + sample_bilinear(tf.reshape(fields[f], [h, w, 2]), q) for f, q in
                  enumerate(found)]
         position = tf.reshape(tf.stack(found, axis=1), [h, w, 2, 2])  # [H, W, frame, (x, y)]
@@ -181,6 +169,32 @@ class BlendGraph(FoldedGraph):
         return self.sess.run(fetches, feed)
 
 
+def blend_moments(logits, kernel_size, temperature=DEFAULT_TEMPERATURE):
+    """The blend weights of ``logits [N, 2K^2]`` reduced per row and frame.
+
+    Returns:
+      ``(weights [N, 2K^2], mass [N, 2], centroid [N, 2, (dx, dy)], peak [N, 2])``:
+      the softmax of ``logits / temperature``; each frame's share of the weight;
+      the weights' centroid over the frame's taps (:func:`vidcorr.model.kernels.tap_grid`);
+      the frame's largest weight over its share.
+    """
+    k2 = kernel_size * kernel_size
+    weights = tf.nn.softmax(logits / temperature, axis=-1)  # [N, 2K^2]
+    taps = kernels.tap_grid(kernel_size)  # [K^2, (dx, dy)]
+    # One matmul gives both frames' mass and first moments: [2K^2, 6] columns
+    # (mass, x moment, y moment) for frame t, then for frame t+2.
+    moments = np.zeros((2 * k2, 6), np.float32)
+    for f in range(2):
+        moments[f * k2:(f + 1) * k2, 3 * f] = 1.0
+        moments[f * k2:(f + 1) * k2, 3 * f + 1:3 * f + 3] = taps
+    sums = tf.reshape(tf.matmul(weights, moments), [-1, 2, 3])  # [N, 2, (m, mx, my)]
+    mass = sums[..., 0]  # [N, 2]
+    safe = tf.maximum(mass, MASS_FLOOR)  # [N, 2]
+    centroid = sums[..., 1:] / safe[..., None]  # [N, frame, (dx, dy)]
+    peak = tf.reduce_max(tf.reshape(weights, [-1, 2, k2]), axis=2) / safe  # [N, 2]
+    return weights, mass, centroid, peak
+
+
 def smooth_field(field, confidence, size, sigma):
     """``field [H, W, C]`` median-filtered ``size`` x ``size`` (0, 1: not), then averaged by a
     Gaussian of ``sigma`` pixels weighted by ``confidence [H, W]`` (0: not); the border is
@@ -221,29 +235,41 @@ def smooth_field(field, confidence, size, sigma):
 def sample_bilinear(image, xy):
     """``image [H, W, C]`` at float positions ``xy [N, (x, y)]``: ``[N, C]``, bilinear, the
     border repeated (the graph form of :func:`vidcorr.readout.pyramid.sample_field`)."""
-    h, w = image.shape.as_list()[:2]
-    x = tf.clip_by_value(xy[:, 0], 0.0, w - 1.0)
-    y = tf.clip_by_value(xy[:, 1], 0.0, h - 1.0)
-    x0 = tf.minimum(tf.floor(x), float(max(w - 2, 0)))
-    y0 = tf.minimum(tf.floor(y), float(max(h - 2, 0)))
-    x1, y1 = tf.minimum(x0 + 1, w - 1.0), tf.minimum(y0 + 1, h - 1.0)
-    fx, fy = (x - x0)[:, None], (y - y0)[:, None]
-    flat = tf.reshape(image, [h * w, -1])  # [HW, C]
+    return sample_bilinear_batch(image[None], xy[None, :, None, :])[0, :, 0]  # [N, C]
+
+
+def sample_bilinear_batch(images, xy):
+    """``images [B, H, W, C]`` at float positions ``xy [B, h, w, (x, y)]``: ``[B, h, w, C]``,
+    bilinear, the border repeated; sizes may be unknown until run time."""
+    shape = tf.shape(images)
+    h, w = shape[1], shape[2]
+    hf, wf = tf.cast(h, tf.float32), tf.cast(w, tf.float32)
+    x = tf.clip_by_value(xy[..., 0], 0.0, wf - 1.0)  # [B, h, w]
+    y = tf.clip_by_value(xy[..., 1], 0.0, hf - 1.0)
+    x0 = tf.minimum(tf.floor(x), tf.maximum(wf - 2.0, 0.0))
+    y0 = tf.minimum(tf.floor(y), tf.maximum(hf - 2.0, 0.0))
+    x1, y1 = tf.minimum(x0 + 1, wf - 1.0), tf.minimum(y0 + 1, hf - 1.0)
+    fx, fy = (x - x0)[..., None], (y - y0)[..., None]
+    channels = images.shape.as_list()[3]
+    flat = tf.reshape(images, [-1, shape[3] if channels is None else channels])  # [B H W, C]
+    base = tf.reshape(tf.range(shape[0]) * h * w, [-1, 1, 1])  # [B, 1, 1]
 
     def at(yy, xx):
-        return tf.gather(flat, tf.cast(yy, tf.int32) * w + tf.cast(xx, tf.int32))  # [N, C]
+        return tf.gather(flat, base + tf.cast(yy, tf.int32) * w + tf.cast(xx, tf.int32))
 
     return ((1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x1)) +
             fy * ((1 - fx) * at(y1, x0) + fx * at(y1, x1)))
 
 
-def _reflect(xy, width, height):
-    """Positions ``[N, (x, y)]`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1)."""
+def reflect_positions(xy, width, height):
+    """Positions ``[..., (x, y)]`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1), as
+    the network's padding mirrors the image; sizes are numbers or scalar tensors."""
     out = []
     for axis, size in ((0, width), (1, height)):
-        v = tf.abs(xy[:, axis])
-        out.append(tf.where(v > size - 1, 2.0 * (size - 1) - v, v))
-    return tf.stack(out, axis=1)
+        last = tf.cast(size, tf.float32) - 1.0
+        v = tf.abs(xy[..., axis])
+        out.append(tf.where(v > last, 2.0 * last - v, v))
+    return tf.stack(out, axis=-1)
 
 
 def blend_confidence(peak, mass=None):

@@ -46,7 +46,7 @@ from vidcorr.errors import UserError
 from vidcorr.readout.inference import FoldedGraph
 from vidcorr.model.kernels import logit_cotangent
 from vidcorr.readout.options import NORMS
-from vidcorr.readout.memory import pixel_extent
+from vidcorr.readout.memory import DEFAULT_DENSITY, JOINS, Density, pixel_extent
 from vidcorr.model.network import mind, padding_for
 from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.windows import Window, dense, sum_cotangents
@@ -213,7 +213,8 @@ def direct_window(weights, rows, cols, height, width, kernel_size):
     return win.like(data * win.valid())
 
 
-def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False):
+def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False,
+              density=DEFAULT_DENSITY):
     """The per-pixel input gradient as a function of a batch of padded pixel indices.
 
     Args:
@@ -225,6 +226,7 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False):
       windowed: let ``vjp`` return a :class:`vidcorr.readout.windows.Window` where the
         transposed pass stays windowed up to the input (images larger than the
         receptive field).
+      density: where the windowed pass goes dense (:class:`vidcorr.readout.memory.Density`).
 
     Returns:
       ``(vjp, method)``: ``vjp(indices [K])`` -> ``d(sum_c out[p, c]) / d frames``
@@ -239,7 +241,8 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False):
     # its 1x1 convolution (the head's own part is done by hand).
     target = endpoints["features"] if spec.kernel_size else out  # [1, H', W', C]
     # Windows through the encoder only where they reach the input (a large image).
-    through = windowed and pixel_extent(spec, hp, wp) != (hp, wp)
+    through = windowed and pixel_extent(spec, hp, wp, density.fraction) != (hp, wp)
+    join = density.join if density.join != "auto" else ("union" if through else "dense")
     head = kernel_head_vjp(spec, frames, endpoints) if spec.kernel_size else None
     transposed = None
     if backward != "pfor":
@@ -256,7 +259,7 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False):
             values, direct = head(indices)  # [K, C], a window [K, k, k, 6]
         if transposed is not None:  # windowed near the output (or all the way), then dense
             grads = transposed.points(values, indices // wp, indices % wp, windowed=windowed,
-                                      join=through)
+                                      density=Density(density.fraction, join))
         else:
             one_hot = tf.reshape(tf.one_hot(indices, hp * wp), [-1, hp, wp, 1])
             grads = tf.vectorized_map(
@@ -305,12 +308,14 @@ class SensitivityGraph(FoldedGraph):
         ``tf.vectorized_map``) or ``'auto'`` (transpose, pfor if the network
         has an op it cannot transpose). The chosen one is ``self.backward``.
       full_maps: also return every pixel's full ``[2, H, W]`` maps from
-        :meth:`run` (``maps``; for pictures and tests: memory grows with the
-        number of pixels).
+        :meth:`run` (``maps``; :meth:`vidcorr.Matcher.sensitivity_maps` shows
+        them; memory grows with the number of pixels).
       devices: optional list of devices to share each ``sess.run``'s pixels
         over (e.g. :func:`vidcorr.compat.tower_devices`): one replica of the
         forward and backward pass per device, each looping over its own
         contiguous part of the pixels; results are concatenated in order.
+      density: where the windowed backward pass goes dense
+        (:class:`vidcorr.readout.memory.Density`; benchmarks vary it).
 
     After construction, ``window`` is the ``[h, w]`` of one pixel's window at
     the (padded) input when the pass stays windowed all the way, else None.
@@ -322,7 +327,7 @@ class SensitivityGraph(FoldedGraph):
 
     def __init__(self, spec, height, width, weights, chunk=16, norm="l2", radius=4, device=None,
                  threads=None, max_pixels_per_run=None, backward="auto", full_maps=False,
-                 devices=None):
+                 devices=None, density=DEFAULT_DENSITY):
         if norm not in NORMS:
             raise UserError("norm must be one of %s, got %r" % (", ".join(NORMS), norm))
         if backward not in BACKWARDS:
@@ -331,6 +336,10 @@ class SensitivityGraph(FoldedGraph):
         self.chunk, self.max_pixels_per_run = int(chunk), max_pixels_per_run
         self.norm, self.radius, self.full_maps = norm, radius, full_maps
         self.backward = backward
+        if density.join not in JOINS or not 0 <= density.fraction <= 1:
+            raise UserError("density must have a fraction in [0, 1] and a join in %s, got %r"
+                            % (", ".join(JOINS), (density,)))
+        self.density = density
         self.window = None  # set by the build: [h, w] of one pixel's input window, if any
         self.devices = list(devices) if devices else None
         if self.devices and any("CPU" in d.upper() for d in self.devices):
@@ -370,7 +379,7 @@ class SensitivityGraph(FoldedGraph):
         endpoints = {}
         out = mind(frames, False, spec=spec, folded=True, endpoints=endpoints)  # [1, H', W', 3]
         vjp, self.backward = pixel_vjp(spec, frames, out, endpoints, self.backward,
-                                       windowed=True)
+                                       windowed=True, density=self.density)
         rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
         cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
 

@@ -42,66 +42,14 @@ from vidcorr.readout.pyramid import (DEFAULT_LEVELS,
                                      build_pyramid, densify, grid_points, levels_that_fit,
                                      read_out_plan, sample_field, upsample_exact, upsample_field,
                                      warp)
+from vidcorr.readout.subpixel import REFINEMENTS
 
-__all__ = ["Matches", "Matcher", "refine_peaks", "centroid_peaks", "REFINEMENTS",
-           "MIN_SIZE", "DEFAULT_LEVELS"]
+__all__ = ["Matches", "Matcher", "MIN_SIZE", "DEFAULT_LEVELS"]
 
 DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models",
                              "default")
 
 
-def refine_peaks(peak_xy, patch, width, height):
-    """Sub-pixel peaks by a separable quadratic fit on the 3x3 neighbourhood.
-
-    Args:
-      peak_xy: ``[..., 2]`` integer (x, y) peaks.
-      patch: ``[..., 9]`` the 3x3 values around each peak, row-major.
-      width: map width (peaks on the border are not refined across it).
-      height: map height.
-
-    Returns:
-      ``[..., 2]`` float (x, y), each moved by at most half a pixel.
-    """
-    p = patch.reshape(patch.shape[:-1] + (3, 3)).astype(np.float64)
-    centre = p[..., 1, 1]
-
-    def offset(minus, plus, lo_ok, hi_ok):
-        curv = minus - 2 * centre + plus
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d = np.where(curv < 0, 0.5 * (minus - plus) / curv, 0.0)
-        return np.where(lo_ok & hi_ok, np.clip(d, -0.5, 0.5), 0.0)
-
-    x, y = peak_xy[..., 0], peak_xy[..., 1]
-    dx = offset(p[..., 1, 0], p[..., 1, 2], x > 0, x < width - 1)
-    dy = offset(p[..., 0, 1], p[..., 2, 1], y > 0, y < height - 1)
-    return np.stack([x + dx, y + dy], axis=-1)
-
-
-def centroid_peaks(peak_xy, patch, width, height):
-    """Sub-pixel peaks as the centroid of the 3x3 neighbourhood above its minimum.
-
-    Args:
-      peak_xy: ``[..., 2]`` integer (x, y) peaks.
-      patch: ``[..., 9]`` the 3x3 values around each peak, row-major.
-      width: map width (peaks on the border are not moved across it).
-      height: map height.
-
-    Returns:
-      ``[..., 2]`` float (x, y), each moved by less than one pixel.
-    """
-    p = patch.reshape(patch.shape[:-1] + (3, 3)).astype(np.float64)
-    p = p - p.min(axis=(-1, -2), keepdims=True)
-    total = np.maximum(p.sum(axis=(-1, -2)), 1e-12)
-    off = np.array([-1.0, 0.0, 1.0])
-    dx = (p.sum(axis=-2) * off).sum(-1) / total
-    dy = (p.sum(axis=-1) * off).sum(-1) / total
-    x, y = peak_xy[..., 0], peak_xy[..., 1]
-    dx = np.where((x > 0) & (x < width - 1), dx, 0.0)
-    dy = np.where((y > 0) & (y < height - 1), dy, 0.0)
-    return np.stack([x + dx, y + dy], axis=-1)
-
-
-REFINEMENTS = {"centroid": centroid_peaks, "quadratic": refine_peaks}
 
 
 class Matches(object):
@@ -286,7 +234,7 @@ class Matcher(object):
         levels = levels_that_fit(nh, nw, self.options.levels, MIN_SIZE)
         check_budget(self.spec, nh, nw, stride, self.options, passes=2 if consistency else 1)
         pos, peak, ratio = self._read_out(a, b, points, stride, levels, progress, "pixels")
-        conf = match_confidence(ratio, a, b, pos, self.options.radius)  # [N]
+        conf = match_confidence(ratio, a, b, pos)  # [N]: texture in its own 9x9 window
         valid = conf >= self.options.min_confidence
         if consistency:
             back, _, _ = self._read_out(b, a, points, stride, levels, progress, "swapped")
@@ -419,6 +367,37 @@ class Matcher(object):
             raise UserError("pairs must be finite floats in [0, 1], got values from %g to %g "
                             "(0-255 data? divide by 255.0)" % (inputs.min(), inputs.max()))
         return self.predictor_for(*inputs.shape[1:3]).predict(inputs)
+
+    def sensitivity_maps(self, frame_t, frame_t2, points):
+        """The paper's sensitivity maps of middle-frame pixels, at full size (no pyramid).
+
+        Args:
+          frame_t: path or array of the first frame.
+          frame_t2: path or array of the second frame.
+          points: ``[N, 2]`` integer ``(x, y)`` pixels of the middle frame (after
+            ``max_size``, if the pair is downscaled).
+
+        Returns:
+          ``[N, 2, H, W]`` float32: for each point, how strongly its value depends on
+          each pixel of frame t and of frame t+2 (the ``norm`` over colour of the
+          gradient); the peaks are the sensitivity read-out's matches.
+
+        Raises:
+          UserError: for bad images or points outside the image.
+        """
+        a, b, _ = self._prepare(frame_t, frame_t2)
+        h, w = a.shape[:2]
+        points = np.asarray(points)
+        if points.ndim != 2 or points.shape[1] != 2 or points.dtype.kind not in "iu" or \
+                np.any(points < 0) or np.any(points >= [w, h]):
+            raise UserError("points must be [N, 2] integer (x, y) pixels inside %dx%d" % (w, h))
+        o = self.options
+        graph = self._built(self._graphs, (h, w, "maps"), lambda: SensitivityGraph(
+            self.spec, h, w, self.weights, o.chunk or chunk_for_budget(self.spec, h, w,
+                                                                       o.memory_mb),
+            o.norm, o.radius, self.device, self.threads, o.max_pixels_per_run, full_maps=True))
+        graph.set_images(a, b)
+        return graph.run(points)["maps"]
 
     def close(self):
         """Releases every cached graph's session."""

@@ -12,13 +12,31 @@ and the matcher size their work from it. No TensorFlow here.
 
 from vidcorr.model.spec import layer_plan, padded_size, receptive_radius
 
-__all__ = ["RUNTIME_BYTES", "MAX_CHUNK", "DENSE_FRACTION", "pixel_extent",
+import collections
+
+__all__ = ["RUNTIME_BYTES", "MAX_CHUNK", "DENSE_FRACTION", "Density", "DEFAULT_DENSITY",
+           "JOINS", "pixel_extent",
            "activation_bytes_per_pixel", "fixed_bytes", "chunk_for_budget", "forward_bytes"]
 
 # A window op costs about as much per position as the dense op, plus the gather of its
 # masks: the backward pass goes dense once a window covers more than this share of its
 # image (chosen with benchmarks/bench_scaling.py --fractions; docs/benchmarks.md).
 DENSE_FRACTION = 0.6
+
+JOINS = ("auto", "union", "dense")
+
+Density = collections.namedtuple("Density", ["fraction", "join"])
+Density.__doc__ = """Where a windowed backward pass goes dense: the one setting for it.
+
+``fraction``: a window covering more than this share of its image goes dense
+(the dense op is then cheaper). ``join``: where two paths of the pass meet (the
+skips), ``"union"`` keeps their union window, ``"dense"`` goes dense there, and
+``"auto"`` keeps the union only where the pass can stay windowed up to the input
+(a large image; :func:`pixel_extent`): otherwise windows past the first join cost
+more than they save (``benchmarks/bench_scaling.py`` measures both).
+"""
+
+DEFAULT_DENSITY = Density(DENSE_FRACTION, "auto")
 
 # TensorFlow itself, the weights and the graph (the memory model's constant part; the
 # benchmark's peak RSS against --memory-mb checks the whole model).
@@ -40,28 +58,28 @@ def _layer_floats(spec, height, width):
     return sizes
 
 
-def pixel_extent(spec, height, width):
+def pixel_extent(spec, height, width, fraction=DENSE_FRACTION):
     """The part of the padded image one pixel's backward pass covers: ``(h, w)``.
 
     The whole padded image, unless the image is large enough against the
     receptive field (:func:`vidcorr.model.spec.receptive_radius`) for the pass to stay
-    windowed up to the input (:data:`DENSE_FRACTION`); then a
-    window of about twice that radius a side.
+    windowed up to the input (a window of at most ``fraction`` of the image,
+    :class:`Density`); then a window of about twice that radius a side.
     """
     hp, wp = padded_size(height, width)
     side = 2 * receptive_radius(layer_plan(spec, height, width)) + 2
     h, w = min(hp, side), min(wp, side)
-    return (h, w) if h * w <= DENSE_FRACTION * hp * wp else (hp, wp)
+    return (h, w) if h * w <= fraction * hp * wp else (hp, wp)
 
 
-def activation_bytes_per_pixel(spec, height, width):
+def activation_bytes_per_pixel(spec, height, width, fraction=DENSE_FRACTION):
     """Rough float32 bytes that one pixel adds to a batched backward pass (its share of a chunk).
 
     The pass holds about four activations of the largest layer per pixel at
     a time (the incoming and outgoing cotangents, a skip's waiting cotangent,
     a temporary), at the size of its window (:func:`pixel_extent`).
     """
-    return 4 * 4 * max(_layer_floats(spec, *pixel_extent(spec, height, width)))
+    return 4 * 4 * max(_layer_floats(spec, *pixel_extent(spec, height, width, fraction)))
 
 
 def fixed_bytes(spec, height, width):
@@ -70,14 +88,16 @@ def fixed_bytes(spec, height, width):
     return RUNTIME_BYTES + 2 * 4 * sum(_layer_floats(spec, height, width))
 
 
-def chunk_for_budget(spec, height, width, memory_mb):
+def chunk_for_budget(spec, height, width, memory_mb, fraction=DENSE_FRACTION):
     """The number of pixels per batched VJP that keeps the process within ``memory_mb``.
 
     At least 1 (a budget below the fixed part cannot be met) and at most
     ``MAX_CHUNK`` (larger chunks amortise the per-iteration overhead of the loop).
+    ``fraction`` is the :class:`Density`'s.
     """
     free = memory_mb * 2 ** 20 - fixed_bytes(spec, height, width)
-    return int(max(1, min(MAX_CHUNK, free // activation_bytes_per_pixel(spec, height, width))))
+    per_pixel = activation_bytes_per_pixel(spec, height, width, fraction)
+    return int(max(1, min(MAX_CHUNK, free // per_pixel)))
 
 
 def forward_bytes(spec, height, width):

@@ -63,9 +63,11 @@ class Window(object):
     level (default: anywhere in the window).
     """
 
-    def __init__(self, data, oy, ox, height, width, align, reach=None):
+    def __init__(self, data, oy, ox, height, width, align, reach=None,
+                 fraction=memory.DENSE_FRACTION):
         self.data, self.oy, self.ox = data, oy, ox  # [N, h, w, C], [N], [N]
         self.height, self.width, self.align = height, width, align
+        self.fraction = fraction  # goes dense past this share of the image (memory.Density)
         self.h, self.w = data.shape.as_list()[1:3]
         reach = reach or ((0, self.h - 1), (0, self.w - 1))
         self.reach = (_clamp(reach[0], self.h), _clamp(reach[1], self.w))
@@ -73,14 +75,14 @@ class Window(object):
     def like(self, data, **changes):
         """A window with other data (and optionally other geometry)."""
         geometry = dict(oy=self.oy, ox=self.ox, height=self.height, width=self.width,
-                        align=self.align, reach=self.reach)
+                        align=self.align, reach=self.reach, fraction=self.fraction)
         geometry.update(changes)
         return Window(data, **geometry)
 
     def too_big(self):
-        """Whether the dense op is cheaper than the windowed one
-        (:data:`vidcorr.readout.memory.DENSE_FRACTION`)."""
-        return self.h * self.w > memory.DENSE_FRACTION * self.height * self.width
+        """Whether the dense op is cheaper than the windowed one (the window covers more
+        than ``fraction`` of the image, :class:`vidcorr.readout.memory.Density`)."""
+        return self.h * self.w > self.fraction * self.height * self.width
 
     def crop(self):
         """The same cotangents in a window no larger than the image (the data is zero
@@ -207,19 +209,19 @@ def add_windows(windows):
         if not (win.w == w and _starts_first(win, windows, 1)):
             data = shift_rows(data, win.ox - ox, w, 2)
         total = total + data  # [N, h, w, C]
-    return Window(total, oy, ox, first.height, first.width, 1, reach).crop()
+    return Window(total, oy, ox, first.height, first.width, 1, reach, first.fraction).crop()
 
 
-def sum_cotangents(cotangents):
-    """One cotangent from several of the same tensor: their union window if all are windows
-    and the union is still worth keeping (:data:`vidcorr.readout.memory.DENSE_FRACTION`), else the
-    dense sum."""
+def sum_cotangents(cotangents, join="union"):
+    """One cotangent from several of the same tensor: with ``join`` "union", their union
+    window if all are windows and the union is still worth keeping (no more than their
+    ``fraction`` of the image, :class:`vidcorr.readout.memory.Density`); else the dense sum."""
     if len(cotangents) == 1:
         return cotangents[0]
-    if all(isinstance(c, Window) for c in cotangents):
+    if join == "union" and all(isinstance(c, Window) for c in cotangents):
         (h, w), _ = union_shape(cotangents)
         height, width = cotangents[0].height, cotangents[0].width
-        if min(h, height) * min(w, width) <= memory.DENSE_FRACTION * height * width:
+        if min(h, height) * min(w, width) <= cotangents[0].fraction * height * width:
             return add_windows(cotangents)
     return tf.add_n([dense(c) for c in cotangents])
 
@@ -263,7 +265,7 @@ def _window_conv2d_transpose(op, win, padding, deps):
     grown = win.even().pad(2)  # on the stride-2 grid; covers coarse rows oy/2 - 1 .. (oy + h)/2
     data = tf.nn.conv2d(grown.data, op.inputs[1], [1, 2, 2, 1], "SAME")  # [N, h'/2, w'/2, C]
     coarse = Window(data, grown.oy // 2, grown.ox // 2, height, width, grown.align // 2,
-                    tuple((lo // 2, hi // 2) for lo, hi in grown.reach))
+                    tuple((lo // 2, hi // 2) for lo, hi in grown.reach), grown.fraction)
     return [(2, coarse.like(data * coarse.valid()).crop())]
 
 

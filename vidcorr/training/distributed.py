@@ -31,28 +31,14 @@ The cluster is a JSON file ``{"ps": ["host:port", ...], "worker": [...]}``
 
 import json
 import os
-import socket
 
 from vidcorr.compat import TF1, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.training.trainer import Trainer
 
-__all__ = ["read_cluster", "run_parameter_server", "DistributedTrainer", "STEP_TIMEOUT_S",
-           "free_ports"]
+__all__ = ["read_cluster", "run_parameter_server", "DistributedTrainer", "STEP_TIMEOUT_S"]
 
 STEP_TIMEOUT_S = 20.0  # a worker whose step waits this long checks whether the run ended
-
-
-def free_ports(n, host="127.0.0.1"):
-    """``n`` distinct TCP ports free on ``host`` right now (for a cluster on one machine)."""
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind((host, 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def read_cluster(cluster_file=None, job_name=None, task_index=None, environ=None):

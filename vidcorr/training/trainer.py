@@ -87,6 +87,7 @@ class Trainer(object):
         self.rate = None  # smoothed samples per second
         self._fresh = False  # a new run (nothing to resume)
         self._created_dir = False
+        self._holding_signals = False  # run() holds the stop handlers through close()
 
     # -- set-up ----------------------------------------------------------------------------
     def _check_run_dir(self):
@@ -282,15 +283,22 @@ class Trainer(object):
 
     def save(self):
         """Writes a checkpoint at the current step and returns its prefix."""
-        prefix = self.saver.save(self.sess, os.path.join(self.run_dir, rundir.CHECKPOINT_NAME),
-                                 global_step=self.step)
-        self.writer.flush()
+        try:
+            prefix = self.saver.save(self.sess, os.path.join(self.run_dir, rundir.CHECKPOINT_NAME),
+                                     global_step=self.step)
+            self.writer.flush()
+        except (tf.errors.OpError, OSError) as err:  # a full disk, a read-only folder
+            reason = getattr(err, "message", None) or getattr(err, "strerror", None) or str(err)
+            raise UserError("cannot save a checkpoint at step %d in %s: %s (the last saved is %s)"
+                            % (self.step, self.run_dir, reason.strip().splitlines()[0],
+                               self.last_saved or tf.train.latest_checkpoint(self.run_dir)))
         return prefix
 
     # -- the loop --------------------------------------------------------------------------
     def _on_signal(self, signum, frame):
         if self._stop_signal is None:
             self._stop_signal = signum
+            self.log("signal %d: stopping after this step (a checkpoint is saved)" % signum)
         else:
             self.log("signal %d: still stopping (finishing the step and saving), please wait"
                      % signum)
@@ -341,16 +349,24 @@ class Trainer(object):
             results["initial_float"] = self.validate(quantize=False)
             results["initial"] = self.report_validation(
                 " [quantized; float %.2f dB]" % results["initial_float"]["val_psnr"])
-        handlers = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                handlers[sig] = signal.signal(sig, self._on_signal)
+        handlers = self._take_signals()
         try:  # the handlers stay until the final save is done: a second Ctrl-C waits for it
             results.update(self._train_and_save())
         finally:
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
+            self._give_back_signals(handlers)
         return results
+
+    def _take_signals(self):
+        """Installs the stop handlers for SIGINT and SIGTERM (unless :meth:`run` holds them
+        until the session is closed); returns the previous handlers to give back."""
+        if self._holding_signals or threading.current_thread() is not threading.main_thread():
+            return {}
+        return {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    @staticmethod
+    def _give_back_signals(handlers):
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
     def _train_and_save(self):
         active = self.hooks()
@@ -414,14 +430,19 @@ class Trainer(object):
 
     def run(self):
         """``setup()``, ``train()`` and ``close()``; returns the results dict."""
+        handlers = {}
         try:
             self.setup()
+            handlers = self._take_signals()  # held through close: a late signal waits too
+            self._holding_signals = bool(handlers)
             return self.train()
         except BaseException:
             self._abandon()
             raise
         finally:
             self.close()
+            self._holding_signals = False
+            self._give_back_signals(handlers)
 
 
 def train(config, resume=False, progress=True, log=None):

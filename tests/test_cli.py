@@ -1,0 +1,55 @@
+"""The command-line programs' argument handling (vidcorr.apps.cli): one line, the right code."""
+
+import os
+
+import pytest
+
+from vidcorr.apps import cli
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+PAIR = [os.path.join(ROOT, "examples", "cockatoo_262.png"),
+        os.path.join(ROOT, "examples", "cockatoo_264.png")]
+
+
+def _usage_error(main, argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--levels", "0", "--levels must be an integer >= 1"),
+    ("--memory-mb", "0", "--memory-mb must be an integer >= 1 (MB)"),
+    ("--min-confidence", "2", "--min-confidence must be in [0, 1]"),
+    ("--max-seconds", "-1", "--max-seconds must be >= 0"),
+    ("--max-size", "8", "--max-size must be an integer of at least"),
+])
+def test_bad_match_options_name_their_flag(flag, value, message, capsys):
+    line = _usage_error(cli.correspond_main, PAIR + [flag, value], capsys)
+    assert message in line, line
+
+
+def test_bad_evaluate_arguments_are_one_line(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    assert "--levels: expected integers" in _usage_error(
+        cli.evaluate_main, ["--levels", "x", "--out", out], capsys)
+    for argv, message in ((["--width", "-5"], "width must be 0 (full size) or positive"),
+                          (["--untrained", "-1"], "width must be positive, got -1.0"),
+                          (["--stride", "0"], "stride must be >= 1")):
+        assert cli.evaluate_main(argv + ["--out", out, "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith("error: ") and message in err[-1], err
+    assert not os.path.exists(out + ".md")
+
+
+def test_correspond_input_errors(tmp_path, capsys):
+    out = str(tmp_path / "o")
+    assert cli.correspond_main([PAIR[0], "--out", out, "--no-progress"]) == 2
+    assert "exactly two images" in capsys.readouterr().err
+    assert cli.correspond_main(["--pairs", str(tmp_path / "none.txt"), "--out", out]) == 2
+    assert "pairs file not found" in capsys.readouterr().err
+    (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00a b\n")
+    assert cli.correspond_main(["--pairs", str(tmp_path / "bin.txt"), "--out", out]) == 2
+    assert "is not a UTF-8 text file" in capsys.readouterr().err
+    assert not os.path.exists(out)  # nothing created

@@ -1,0 +1,69 @@
+"""The network's plan (vidcorr.model.spec) against the graph TensorFlow builds from it."""
+
+import numpy as np
+import pytest
+
+from vidcorr.compat import tf
+from vidcorr.model.network import mind
+from vidcorr.model.spec import (ENCODER_CHANNELS, NetworkSpec, channel_plan, layer_plan,
+                                padded_size, plan_flops, receptive_radius)
+
+
+def test_channel_plan_scales_and_keeps_two():
+    encoder, _ = channel_plan(0.25)
+    assert list(encoder) == [max(2, int(round(c * 0.25))) for c in ENCODER_CHANNELS]
+    assert min(channel_plan(0.001)[0]) == 2
+    with pytest.raises(ValueError):
+        channel_plan(0)
+
+
+@pytest.mark.parametrize("spec", [NetworkSpec(width=0.125),
+                                  NetworkSpec(width=0.125, kernel_size=5, output_kernel=1,
+                                              skips=(4, 3, 2, 1, 0))])
+def test_plan_flops_equal_the_built_graphs_convolutions(spec):
+    """plan_flops against FLOPs counted from the shapes of every convolution in the graph."""
+    h, w = 64, 96
+    graph = tf.Graph()
+    with graph.as_default():
+        mind(tf.zeros([1, h, w, 6]), False, spec=spec, folded=True)
+    counted = 0
+    for op in graph.get_operations():
+        if op.type == "Conv2D":
+            k = op.inputs[1].shape.as_list()  # [kh, kw, cin, cout]
+            out = op.outputs[0].shape.as_list()  # [1, H, W, cout]
+            counted += 2 * out[1] * out[2] * k[0] * k[1] * k[2] * k[3]
+        elif op.type == "Conv2DBackpropInput":  # a stride-2 transposed conv: k^2/4 taps per pixel
+            k = op.inputs[1].shape.as_list()  # [kh, kw, cout, cin]
+            out = op.outputs[0].shape.as_list()
+            counted += 2 * out[1] * out[2] * k[0] * k[1] // 4 * k[2] * k[3]
+    if spec.kernel_size:
+        counted += 2 * h * w * 2 * spec.kernel_size ** 2 * 3  # the blend's multiply-adds
+    assert plan_flops(layer_plan(spec, h, w), spec.kernel_size) == counted
+
+
+def test_receptive_radius_bounds_the_gradient_of_one_pixel():
+    """No input pixel further than receptive_radius from an output pixel affects it, and the
+    reach is not far below the bound."""
+    spec = NetworkSpec(width=0.125, skips=())
+    size = 640
+    radius = receptive_radius(layer_plan(spec, size, size))
+    assert padded_size(size, size) == (size, size) and 2 * radius < size
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(0)
+        x = tf.placeholder(tf.float32, [1, size, size, 6])
+        out = mind(x, False, spec=spec, folded=True)
+        grad = tf.gradients(out[0, size // 2, size // 2, 0], x)[0][0]  # [H, W, 6]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            g = sess.run(grad, {x: np.random.RandomState(0).rand(1, size, size, 6)})
+    ys, xs = np.nonzero(np.abs(g).sum(-1))
+    reach = max(np.abs(ys - size // 2).max(), np.abs(xs - size // 2).max())
+    assert radius // 2 < reach <= radius, (reach, radius)
+
+
+def test_spec_validation_happens_when_planned():
+    for bad, field in ((dict(skips=(4, 4)), "skips"), (dict(width=0), "width"),
+                       (dict(kernel_size=4, output_kernel=1), "kernel_size")):
+        with pytest.raises(ValueError, match=field):
+            layer_plan(NetworkSpec(**bad))
