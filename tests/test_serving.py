@@ -111,8 +111,10 @@ def test_damaged_exports_and_unsafe_outputs(exported, random_checkpoint, tmp_pat
     assert os.listdir(run)
     with pytest.raises(UserError, match="unknown export format"):
         export_serving(checkpoint, str(tmp_path / "x"), formats=("tflite",))
-    export_serving(random_checkpoint, out, log=lambda m: None)  # an earlier export is replaced
-    model = ServingModel(out)
+    earlier = str(tmp_path / "earlier")
+    shutil.copytree(out, earlier)
+    export_serving(random_checkpoint, earlier, log=lambda m: None)  # an earlier export: replaced
+    model = ServingModel(earlier)
     assert sorted(model.signatures) == ["interpolate"]  # no kernel head: no flow
     model.close()
 
