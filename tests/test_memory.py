@@ -1,7 +1,5 @@
 """The memory model of the sensitivity pass (vidcorr.readout.memory)."""
 
-import pytest
-
 from vidcorr.model.spec import NetworkSpec, layer_plan, padded_size, receptive_radius
 from vidcorr.readout import memory
 
@@ -32,10 +30,3 @@ def test_a_dense_pass_costs_more_per_pixel_on_a_large_image():
     windowed = memory.activation_bytes_per_pixel(SPEC, 720, 1280)
     dense = memory.activation_bytes_per_pixel(SPEC, 720, 1280, fraction=0.0)
     assert dense > 3 * windowed
-
-
-def test_density_defaults():
-    assert memory.DEFAULT_DENSITY == memory.Density(memory.DENSE_FRACTION, "auto")
-    assert set(memory.JOINS) == {"auto", "union", "dense"}
-    with pytest.raises(TypeError):
-        memory.Density(0.5)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from vidcorr.compat import tf
-from vidcorr.readout.gradients import _reflect_fold, fold_window
+from vidcorr.readout.windows import fold_window, reflect_fold
 from vidcorr.readout.windows import Window, add_windows, dense, shift_rows
 
 
@@ -67,7 +67,7 @@ def test_union_of_overlapping_windows_is_their_sum(sess):
     np.testing.assert_allclose(sess.run(dense(cropped)), huge_ref, atol=1e-6)
 
 
-def test_fold_window_equals_the_dense_reflect_fold(sess):
+def test_fold_window_equals_the_densereflect_fold(sess):
     """Folding a window of the padded input onto the pixels equals the dense fold
     (the 0/1 matrices of the padding), at the borders and in the middle."""
     rng = np.random.RandomState(1)
@@ -77,7 +77,7 @@ def test_fold_window_equals_the_dense_reflect_fold(sess):
     win, ref = _window(rng, anchors, (9, 9), (4, 4), hp, wp)
     data, oy, ox = sess.run(fold_window(win, padding, height, width))
     got = _scatter(data, oy, ox, height, width)
-    rows = _reflect_fold(height, padding[0], padding[1])  # [H', H]
-    cols = _reflect_fold(width, padding[2], padding[3])
+    rows = reflect_fold(height, padding[0], padding[1])  # [H', H]
+    cols = reflect_fold(width, padding[2], padding[3])
     expected = np.einsum("nhwc,hy,wx->nyxc", ref, rows, cols)
     np.testing.assert_allclose(got, expected, atol=1e-5)

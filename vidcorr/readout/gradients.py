@@ -49,68 +49,12 @@ from vidcorr.readout.options import NORMS
 from vidcorr.readout.memory import DEFAULT_DENSITY, JOINS, Density, pixel_extent
 from vidcorr.model.network import mind, padding_for
 from vidcorr.model.spec import MODEL_SCOPE
-from vidcorr.readout.windows import Window, dense, sum_cotangents
+from vidcorr.readout.windows import Window, dense, fold_window, reflect_fold, sum_cotangents
 
 __all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "pixel_vjp",
-           "kernel_head_vjp", "direct_window", "fold_window", "reduce_channels"]
+           "kernel_head_vjp", "direct_window", "reduce_channels"]
 
 BACKWARDS = ("auto", "transpose", "pfor")
-
-
-def _reflect_fold(size, before, after):
-    """``[size + before + after, size]`` 0/1 matrix: padded index -> the pixel it reflects."""
-    fold = np.zeros((size + before + after, size), np.float32)
-    for i in range(size + before + after):
-        j = i - before
-        if j < 0:
-            j = -j
-        elif j >= size:
-            j = 2 * (size - 1) - j
-        fold[i, j] = 1.0
-    return fold
-
-
-def _fold_axis(data, origin, before, after, size, axis):
-    """Folds a window's reflect-padded positions back onto the pixels they copy, along one axis.
-
-    ``data`` holds padded positions ``origin + i`` (``i < length``) along ``axis``;
-    the result holds original positions ``start + a`` (``a < min(length, size)``),
-    each the sum of its own value and those of its mirror copies in the padding
-    (the rule of :func:`_reflect_fold`). Returns ``(folded, start)``.
-    """
-    length = data.shape.as_list()[axis]
-    out = min(length, size)
-    start = tf.clip_by_value(origin - before, 0, size - out)  # [K]
-    x = start[:, None] + tf.range(out)[None, :]  # [K, out] original positions
-    sources = [(x + before, None)]
-    if before:
-        sources.append((before - x, (x >= 1) & (x <= before)))
-    if after:
-        sources.append((before + 2 * (size - 1) - x, (x >= size - 1 - after) & (x <= size - 2)))
-    padding = [[0, 0]] * 4
-    padding[axis] = [0, 1]
-    padded = tf.pad(data, padding)  # a zero slice at index `length`
-    total = 0.0
-    for src, ok in sources:
-        index = src - origin[:, None]  # [K, out] into the window
-        inside = (index >= 0) & (index < length)
-        inside = inside if ok is None else inside & ok
-        index = tf.where(inside, index, tf.fill(tf.shape(index), length))
-        total = total + tf.gather(padded, index, axis=axis, batch_dims=1)
-    return total, start
-
-
-def fold_window(window, padding, height, width):
-    """A :class:`vidcorr.readout.windows.Window` of the padded input's cotangent as original pixels.
-
-    Returns:
-      ``(data [K, h, w, C], oy [K], ox [K])``: rows ``oy + i`` and columns
-      ``ox + j`` of the ``[height, width]`` image; zero elsewhere.
-    """
-    top, bottom, left, right = padding
-    data, oy = _fold_axis(window.data, window.oy, top, bottom, height, 1)
-    data, ox = _fold_axis(data, window.ox, left, right, width, 2)
-    return data, oy, ox
 
 
 def _reduce(sens, radius, oy=None, ox=None):
@@ -380,8 +324,8 @@ class SensitivityGraph(FoldedGraph):
         out = mind(frames, False, spec=spec, folded=True, endpoints=endpoints)  # [1, H', W', 3]
         vjp, self.backward = pixel_vjp(spec, frames, out, endpoints, self.backward,
                                        windowed=True, density=self.density)
-        rows = tf.constant(_reflect_fold(h, top, bottom))  # [H', H]
-        cols = tf.constant(_reflect_fold(w, left, right))  # [W', W]
+        rows = tf.constant(reflect_fold(h, top, bottom))  # [H', H]
+        cols = tf.constant(reflect_fold(w, left, right))  # [W', W]
 
         def sensitivity(pixels):  # [K] flat y * W + x -> [K, 2, h, w] maps, origins or None
             grads = vjp((pixels // w + top) * wp + pixels % w + left)  # [K, H', W', 6] or window

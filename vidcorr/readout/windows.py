@@ -24,11 +24,13 @@ field.
 
 import math
 
+import numpy as np
+
 from vidcorr.readout import memory
 from vidcorr.compat import tf
 from vidcorr.readout.transpose import add_signs, slice_attrs, upsample2
 
-__all__ = ["Window", "WINDOW_RULES", "dense", "add_windows",
+__all__ = ["Window", "WINDOW_RULES", "dense", "add_windows", "reflect_fold", "fold_window",
            "union_shape", "sum_cotangents", "shift_rows"]
 
 
@@ -305,3 +307,59 @@ WINDOW_RULES = {"StridedSlice": _window_slice, "Identity": _window_pass, "BiasAd
                 "Relu": _window_mask, "LeakyRelu": _window_mask, "Conv2D": _window_conv2d,
                 "Conv2DBackpropInput": _window_conv2d_transpose, "MaxPool": _window_max_pool,
                 "ConcatV2": _window_concat}
+
+
+def reflect_fold(size, before, after):
+    """``[size + before + after, size]`` 0/1 matrix: padded index -> the pixel it reflects."""
+    fold = np.zeros((size + before + after, size), np.float32)
+    for i in range(size + before + after):
+        j = i - before
+        if j < 0:
+            j = -j
+        elif j >= size:
+            j = 2 * (size - 1) - j
+        fold[i, j] = 1.0
+    return fold
+
+
+def _fold_axis(data, origin, before, after, size, axis):
+    """Folds a window's reflect-padded positions back onto the pixels they copy, along one axis.
+
+    ``data`` holds padded positions ``origin + i`` (``i < length``) along ``axis``;
+    the result holds original positions ``start + a`` (``a < min(length, size)``),
+    each the sum of its own value and those of its mirror copies in the padding
+    (the rule of :func:`reflect_fold`). Returns ``(folded, start)``.
+    """
+    length = data.shape.as_list()[axis]
+    out = min(length, size)
+    start = tf.clip_by_value(origin - before, 0, size - out)  # [K]
+    x = start[:, None] + tf.range(out)[None, :]  # [K, out] original positions
+    sources = [(x + before, None)]
+    if before:
+        sources.append((before - x, (x >= 1) & (x <= before)))
+    if after:
+        sources.append((before + 2 * (size - 1) - x, (x >= size - 1 - after) & (x <= size - 2)))
+    padding = [[0, 0]] * 4
+    padding[axis] = [0, 1]
+    padded = tf.pad(data, padding)  # a zero slice at index `length`
+    total = 0.0
+    for src, ok in sources:
+        index = src - origin[:, None]  # [K, out] into the window
+        inside = (index >= 0) & (index < length)
+        inside = inside if ok is None else inside & ok
+        index = tf.where(inside, index, tf.fill(tf.shape(index), length))
+        total = total + tf.gather(padded, index, axis=axis, batch_dims=1)
+    return total, start
+
+
+def fold_window(window, padding, height, width):
+    """A :class:`vidcorr.readout.windows.Window` of the padded input's cotangent as original pixels.
+
+    Returns:
+      ``(data [K, h, w, C], oy [K], ox [K])``: rows ``oy + i`` and columns
+      ``ox + j`` of the ``[height, width]`` image; zero elsewhere.
+    """
+    top, bottom, left, right = padding
+    data, oy = _fold_axis(window.data, window.oy, top, bottom, height, 1)
+    data, ox = _fold_axis(data, window.ox, left, right, width, 2)
+    return data, oy, ox
