@@ -65,10 +65,13 @@ def test_shipped_configs_are_valid():
     assert {"mind_paper.json", "cpu_small.json", "cpu_match.json", "finetune_quantized.json",
             "tiny_test.json"} <= names
     ranking = sorted(glob.glob(os.path.join(ROOT, "configs", "ranking", "*.json")))
-    assert len(ranking) == 5
+    assert {"r0_l1.json", "r2_census.json", "r5_frames.json"} <= {os.path.basename(p)
+                                                                 for p in ranking}
     for path in paths + ranking:
         assert isinstance(load_config(path), Config)
     assert load_config(os.path.join(ROOT, "configs", "finetune_quantized.json")).model.quantize
     weights = {os.path.basename(p): (load_config(p).train.gradient_weight,
                                      load_config(p).train.census_weight) for p in ranking}
     assert weights["r0_l1.json"] == (0.0, 0.0) and weights["r4_grad_census.json"] == (1.0, 0.2)
+    frames = load_config(os.path.join(ROOT, "configs", "ranking", "r5_frames.json")).train
+    assert (frames.census_weight, frames.frame_weight, frames.symmetry_weight) == (0.2, 0.5, 0.0)

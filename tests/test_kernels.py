@@ -6,8 +6,8 @@ import pytest
 from vidcorr.compat import tf
 from vidcorr.model.config import config_from_dict
 from vidcorr.errors import UserError
-from vidcorr.model.kernels import (CENTRE_LOGIT, apply_kernels, logit_bias,
-                             logit_cotangent)
+from vidcorr.model.kernels import (CENTRE_LOGIT, apply_kernels, frame_blends, frame_offsets,
+                                   logit_bias, logit_cotangent)
 from vidcorr.model.network import NetworkSpec, forward_flops, mind
 
 
@@ -37,6 +37,61 @@ def _blend_numpy(frames, logits, k):
                             out[n, y, x] += weights[n, y, x, j * k * k + t] * \
                                 frames[n, yy, xx, 3 * j:3 * j + 3]
     return out
+
+
+def _frame_blends_numpy(frames, logits, k):
+    """Each frame's own blend by explicit loops: the frame's softmax over its K^2 logits."""
+    b, h, w, _ = frames.shape
+    out = np.zeros((b, h, w, 2, 3))
+    offsets = np.zeros((b, h, w, 2, 2))
+    for j in range(2):
+        weights = _softmax(logits[..., j * k * k:(j + 1) * k * k])  # [b, h, w, K^2]
+        for t, (dy, dx) in enumerate(tap_offsets(k)):
+            offsets[..., j, 0] += weights[..., t] * dx
+            offsets[..., j, 1] += weights[..., t] * dy
+            for n in range(b):
+                for y in range(h):
+                    for x in range(w):
+                        yy, xx = y + dy, x + dx
+                        if 0 <= yy < h and 0 <= xx < w:
+                            out[n, y, x, j] += weights[n, y, x, t] * frames[n, yy, xx, 3 * j:3 * j + 3]
+    return out, offsets
+
+
+def test_frame_blends_and_offsets_equal_numpy(sess):
+    rng = np.random.RandomState(3)
+    frames = rng.rand(2, 6, 8, 6).astype(np.float32)
+    logits = 2 * rng.randn(2, 6, 8, 50).astype(np.float32)
+    blends, offsets = sess.run([frame_blends(tf.constant(frames), tf.constant(logits), 5),
+                                frame_offsets(tf.constant(logits), 5)])
+    want_blends, want_offsets = _frame_blends_numpy(frames, logits, 5)
+    np.testing.assert_allclose(blends, want_blends, atol=1e-5)
+    np.testing.assert_allclose(offsets, want_offsets, atol=1e-5)
+    # A frame whose logits are all far below the other's still has its own full blend.
+    logits[..., :25] -= 30.0
+    blends = sess.run(frame_blends(tf.constant(frames), tf.constant(logits), 5))
+    np.testing.assert_allclose(blends, _frame_blends_numpy(frames, logits, 5)[0], atol=1e-5)
+
+
+def test_frame_blend_of_a_plane_is_the_plane_at_the_centroid(sess):
+    """On a linear image I = a x + b y + c (away from the border) a frame's own blend is
+    I(p + centroid) exactly, whatever the weights: the first-order link between the frame
+    loss and the read-out's centroid."""
+    rng = np.random.RandomState(4)
+    h, w, k = 9, 11, 3
+    yy, xx = np.mgrid[:h, :w].astype(np.float64)
+    slopes = rng.rand(6, 3) * 0.05
+    frames = np.stack([slopes[c, 0] * xx + slopes[c, 1] * yy + slopes[c, 2]
+                       for c in range(6)], axis=-1)[None].astype(np.float32)
+    logits = rng.randn(1, h, w, 2 * k * k).astype(np.float32)
+    blends, offsets = sess.run([frame_blends(tf.constant(frames), tf.constant(logits), k),
+                                frame_offsets(tf.constant(logits), k)])
+    for j in range(2):
+        cx, cy = offsets[0, ..., j, 0], offsets[0, ..., j, 1]  # [h, w]
+        for c in range(3):
+            s = slopes[3 * j + c]
+            want = s[0] * (xx + cx) + s[1] * (yy + cy) + s[2]
+            np.testing.assert_allclose(blends[0, 1:-1, 1:-1, j, c], want[1:-1, 1:-1], atol=1e-5)
 
 
 def test_tap_order_and_initial_bias():

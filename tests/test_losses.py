@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from vidcorr.compat import tf
-from vidcorr.model.losses import (census_loss, census_loss_numpy, gradient_loss, gradient_loss_numpy,
-                                   psnr, psnr_numpy, reconstruction_loss,
-                                   reconstruction_loss_numpy, training_loss)
+from vidcorr.model.losses import (census_loss, census_loss_numpy, frame_loss, frame_loss_numpy,
+                                   gradient_loss, gradient_loss_numpy, psnr, psnr_numpy,
+                                   reconstruction_loss, reconstruction_loss_numpy, symmetry_loss,
+                                   symmetry_loss_numpy, training_loss, training_loss_numpy)
 
 
 @pytest.mark.parametrize("kind", ["l1", "l2", "charbonnier"])
@@ -84,3 +85,50 @@ def test_training_loss_adds_the_weighted_terms(sess, rng):
     np.testing.assert_allclose(got, expected, rtol=1e-4)
     plain = sess.run(training_loss(tf.constant(a), tf.constant(b), TrainConfig()))
     np.testing.assert_allclose(plain, reconstruction_loss_numpy(a, b, "l1"), rtol=1e-5)
+
+
+def test_symmetry_loss_closed_form(sess):
+    offsets = np.zeros((1, 1, 2, 2, 2), np.float32)  # [B, H, W, frame, (dx, dy)]
+    offsets[0, 0, 0] = [[1.0, -0.5], [-1.0, 0.5]]  # opposite: steady motion, no loss
+    offsets[0, 0, 1] = [[0.5, 0.25], [0.0, 0.0]]  # frame t moved, frame t+2 not: 0.75
+    np.testing.assert_allclose(symmetry_loss_numpy(offsets), 0.375, rtol=1e-12)
+    np.testing.assert_allclose(sess.run(symmetry_loss(tf.constant(offsets))), 0.375, rtol=1e-6)
+
+
+def test_frame_loss_is_the_mean_of_the_two_frames_losses(sess, rng):
+    from vidcorr.model.config import TrainConfig
+
+    blends = rng.rand(2, 10, 12, 2, 3).astype(np.float32)
+    target = rng.rand(2, 10, 12, 3).astype(np.float32)
+    config = TrainConfig(census_weight=0.5)
+    expected = 0.5 * sum(np.mean(np.abs(blends[..., j, :].astype(np.float64) - target))
+                         + 0.5 * census_loss_numpy(blends[..., j, :], target) for j in range(2))
+    np.testing.assert_allclose(frame_loss_numpy(blends, target, config), expected, rtol=1e-9)
+    np.testing.assert_allclose(sess.run(frame_loss(tf.constant(blends), tf.constant(target),
+                                                   config)), expected, rtol=1e-4)
+    # One frame exactly right: only the other frame's half remains.
+    blends[..., 0, :] = target
+    np.testing.assert_allclose(
+        frame_loss_numpy(blends, target, TrainConfig()),
+        0.5 * np.mean(np.abs(blends[..., 1, :].astype(np.float64) - target)), rtol=1e-9)
+
+
+def test_training_loss_with_the_kernel_terms(sess, rng):
+    from vidcorr.model.config import TrainConfig
+
+    pred = rng.rand(1, 9, 9, 3).astype(np.float32)
+    target = rng.rand(1, 9, 9, 3).astype(np.float32)
+    blends = rng.rand(1, 9, 9, 2, 3).astype(np.float32)
+    offsets = rng.randn(1, 9, 9, 2, 2).astype(np.float32)
+    config = TrainConfig(census_weight=0.2, frame_weight=0.5, symmetry_weight=0.1)
+    expected = (np.mean(np.abs(pred.astype(np.float64) - target)) + 0.2 * census_loss_numpy(pred, target)
+                + 0.5 * frame_loss_numpy(blends, target, config)
+                + 0.1 * np.mean(np.abs(offsets[..., 0, :].astype(np.float64)
+                                       + offsets[..., 1, :]).sum(-1)))
+    np.testing.assert_allclose(training_loss_numpy(pred, target, config, blends, offsets),
+                               expected, rtol=1e-9)
+    got = sess.run(training_loss(tf.constant(pred), tf.constant(target), config,
+                                 tf.constant(blends), tf.constant(offsets)))
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    with pytest.raises(ValueError, match="frame_weight"):
+        training_loss(tf.constant(pred), tf.constant(target), config)

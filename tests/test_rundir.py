@@ -74,6 +74,32 @@ def test_lock_refuses_a_second_process_and_a_killed_holder_leaves_none(tmp_path)
     assert not lock.held
 
 
+@pytest.mark.parametrize("code", ["ENOLCK", "EOPNOTSUPP"])
+def test_a_file_system_without_locks_warns_and_goes_on(tmp_path, monkeypatch, code):
+    """An NFS mount without a lock daemon refuses flock with ENOLCK: the run goes on,
+    unlocked, with a warning; any other error still refuses."""
+    import errno
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    warnings = []
+    run = str(tmp_path / "nfs")
+    with rundir.RunLock(run, warn=warnings.append) as lock:
+        assert lock.held and not lock.locked
+        assert open(os.path.join(run, ".lock")).read() == "%d\n" % os.getpid()
+    assert len(warnings) == 1 and "has no file locks" in warnings[0] and run in warnings[0]
+
+    def failing(fd, operation):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(fcntl, "flock", failing)
+    with pytest.raises(UserError, match="cannot lock run directory .*Input/output error"):
+        rundir.RunLock(run, warn=warnings.append).acquire()
+
+
 def test_two_trainings_of_one_run_directory(tmp_path):
     """The second of two trainings on one run directory is refused while the first holds it,
     and a --resume of a live run too; the first is not disturbed."""

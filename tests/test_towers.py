@@ -91,6 +91,49 @@ def test_two_towers_agree_with_one_device(tmp_path):
         two.close()
 
 
+def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
+    """The loss of a kernel network with the frame and symmetry terms, at a size the
+    network pads (40x48 -> 64x64), against numpy on the network's own logits."""
+    from tests.test_kernels import _frame_blends_numpy
+    from vidcorr.model import network
+    from vidcorr.model.config import config_from_dict
+    from vidcorr.model.losses import training_loss, training_loss_numpy
+    from vidcorr.training.towers import kernel_terms
+
+    config = config_from_dict({
+        "model": {"width": 0.125, "kernel_size": 3, "output_kernel": 1},
+        "data": {"synthetic": True},
+        "train": {"census_weight": 0.2, "frame_weight": 0.5, "symmetry_weight": 0.1}})
+    frames = rng.rand(2, 40, 48, 6).astype(np.float32)
+    target = rng.rand(2, 40, 48, 3).astype(np.float32)
+    with tf.variable_scope("kt"):
+        ends = {}
+        pred = network.mind(tf.constant(frames), False, spec=config.model.network_spec(),
+                            endpoints=ends)
+        terms = kernel_terms(ends, config)
+        loss = training_loss(pred, tf.constant(target), config.train, **terms)
+    sess.run(tf.global_variables_initializer())
+    # random logit biases so that the kernels are not all alike
+    bias = [v for v in tf.global_variables("kt") if v.op.name.endswith("output/biases")][0]
+    bias.load(rng.randn(18).astype(np.float32), sess)
+    got, p, logits, padded = sess.run([loss, pred, ends["logits"], ends["padded"]])
+    top, left, h, w = ends["crop"]
+    assert (top, left, h, w) == (12, 8, 40, 48) and logits.shape[1:3] == (64, 64)
+    blends, offsets = _frame_blends_numpy(padded, logits, 3)
+    blends, offsets = blends[:, top:top + h, left:left + w], offsets[:, top:top + h, left:left + w]
+    want = training_loss_numpy(p, target, config.train, blends, offsets)
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    assert kernel_terms(ends, config.replace(train={"frame_weight": 0.0,
+                                                    "symmetry_weight": 0.0})) == {}
+
+
+def test_kernel_terms_need_a_kernel_head():
+    from vidcorr.model.config import config_from_dict
+    for key in ("frame_weight", "symmetry_weight"):
+        with pytest.raises(UserError, match="train.%s: .*model.kernel_size" % key):
+            config_from_dict({"data": {"synthetic": True}, "train": {key: 0.5}})
+
+
 def test_num_devices_must_divide_the_batch(tmp_path):
     config = load_config(os.path.join(ROOT, "configs", "tiny_test.json"))
     with pytest.raises(UserError, match="num_devices"):

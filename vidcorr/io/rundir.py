@@ -20,6 +20,7 @@ import errno
 import glob
 import json
 import os
+import sys
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
@@ -193,24 +194,34 @@ def restore_matching(sess, prefix, var_list, require_all=False):
     return [v.op.name for v in restore], missing
 
 
+# flock's errors on a file system that has no locks: no lock daemon (NFS), not supported
+_NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.ENOSYS)
+
+
 class RunLock(object):
     """An exclusive OS lock on a run directory, held while a process writes to it.
 
     Use as a context manager or call :meth:`acquire` / :meth:`release`. The lock
     is ``flock`` on ``<run_dir>/.lock``, which holds the owner's pid for the
-    message a second process gets.
+    message a second process gets. On a file system without locks (an NFS mount
+    without a lock daemon, some FUSE mounts) the run goes on unlocked after a
+    warning through ``warn``: refusing would make such a disk unusable for training.
 
     Args:
       run_dir: the run directory (created if needed).
+      warn: called with a one-line warning when the file system has no locks
+        (default: printed to standard error).
 
     Raises:
       UserError: on :meth:`acquire` when another live process holds the lock.
     """
 
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, warn=None):
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, LOCK_FILE)
         self._fd = None
+        self._warn = warn or (lambda message: print(message, file=sys.stderr))
+        self.locked = False  # True while the OS lock is held (False: no locks here)
 
     def acquire(self):
         """Takes the lock; returns self."""
@@ -219,14 +230,21 @@ class RunLock(object):
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.locked = True
         except OSError as err:
-            owner = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise UserError("run directory %s is in use by another process (pid %s); wait "
-                                "for it to end or choose another train.run_dir"
-                                % (self.run_dir, owner))
-            raise UserError("cannot lock run directory %s: %s" % (self.run_dir, err.strerror))
+            if err.errno in _NO_LOCKS:
+                self._warn("warning: the file system of %s has no file locks (%s); training "
+                           "unlocked, so nothing stops a second training from writing to this "
+                           "run directory at the same time" % (self.run_dir, err.strerror))
+            else:
+                owner = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
+                if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise UserError("run directory %s is in use by another process (pid %s); "
+                                    "wait for it to end or choose another train.run_dir"
+                                    % (self.run_dir, owner))
+                raise UserError("cannot lock run directory %s: %s"
+                                % (self.run_dir, err.strerror))
         os.ftruncate(fd, 0)
         os.write(fd, ("%d\n" % os.getpid()).encode("ascii"))
         self._fd = fd
@@ -239,7 +257,7 @@ class RunLock(object):
         if remove and os.path.exists(self.path):
             os.remove(self.path)
         os.close(self._fd)
-        self._fd = None
+        self._fd, self.locked = None, False
 
     @property
     def held(self):

@@ -98,6 +98,8 @@ class TrainConfig:
     loss: str = "l1"
     gradient_weight: float = 0.0
     census_weight: float = 0.0
+    frame_weight: float = 0.0
+    symmetry_weight: float = 0.0
     checkpoint_every: int = 1000
     keep_checkpoints: int = 5
     summary_every: int = 100
@@ -122,7 +124,7 @@ class TrainConfig:
         _check(0 <= self.min_lr_ratio <= 1, "train.min_lr_ratio", "must be in [0, 1]")
         _check(self.loss in LOSSES, "train.loss",
                "must be one of %s" % ", ".join(repr(n) for n in LOSSES))
-        for key in ("gradient_weight", "census_weight"):
+        for key in ("gradient_weight", "census_weight", "frame_weight", "symmetry_weight"):
             _check(0 <= getattr(self, key) <= 100, "train." + key,
                    "must be from 0 (off) to 100")
         for key in ("checkpoint_every", "keep_checkpoints", "summary_every", "validate_every"):
@@ -246,6 +248,9 @@ def config_from_dict(data, origin="config"):
         for key, cls in sections.items():
             if key not in kwargs:
                 kwargs[key] = _section(cls, key, {})
+        for key in ("frame_weight", "symmetry_weight"):
+            _check(getattr(kwargs["train"], key) == 0 or kwargs["model"].kernel_size > 0,
+                   "train." + key, "acts on the kernel head's weights: needs model.kernel_size > 0")
         return Config(**kwargs)
     except _KeyError as err:
         raise UserError("%s: %s: %s" % (origin, err.key, err.message))

@@ -27,7 +27,7 @@ from vidcorr.compat import tf
 from vidcorr.model.spec import MAX_KERNEL_SIZE
 
 __all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "tap_grid", "logit_bias", "apply_kernels",
-           "logit_cotangent"]
+           "frame_weights", "frame_blends", "frame_offsets", "logit_cotangent"]
 
 CENTRE_LOGIT = 1.0  # initial logit of the two centre taps: a mild prior towards no motion
 
@@ -92,6 +92,45 @@ def apply_kernels(frames, logits, kernel_size):
     """
     weights = _per_tap(tf.nn.softmax(logits, axis=-1), kernel_size)  # [B, H, W, K^2, 2]
     return tf.reduce_sum(_patches(frames, kernel_size) * weights[..., None], axis=[3, 4])
+
+
+def frame_weights(logits, kernel_size):
+    """Each frame's own softmax over its ``K^2`` taps: ``[B, H, W, K^2, 2]``.
+
+    These are the blend weights of one frame divided by that frame's share of the
+    weight (``w_(j, tap) / sum_tap w_(j, tap)``), computed from the frame's logits alone
+    so that a frame with almost no weight still has well-defined, stable weights.
+    """
+    return tf.nn.softmax(_per_tap(logits, kernel_size), axis=3)  # [B, H, W, K^2, 2]
+
+
+def frame_blends(frames, logits, kernel_size):
+    """Each frame's own blend: frame j's taps under :func:`frame_weights`.
+
+    Where the blend of both frames can be right to first order with the two frames'
+    offsets wrong in opposite directions (a smooth image blended half from each frame
+    moves by the mean of the two offsets), each frame's own blend is right only if
+    its own offset is: the loss on these is a loss on each frame's position.
+
+    Args:
+      frames: ``[B, H, W, 6]`` in [0, 1].
+      logits: ``[B, H, W, 2K^2]``.
+      kernel_size: K.
+
+    Returns:
+      ``[B, H, W, 2, 3]``: frame t's blend, then frame t+2's.
+    """
+    weights = frame_weights(logits, kernel_size)  # [B, H, W, K^2, 2]
+    return tf.reduce_sum(_patches(frames, kernel_size) * weights[..., None], axis=3)
+
+
+def frame_offsets(logits, kernel_size):
+    """Each frame's weight centroid relative to the pixel, ``(dx, dy)``: ``[B, H, W, 2, 2]``
+    (frame t, then t+2). The blend-weight read-out's ``centroid`` statistic, before any
+    temperature."""
+    weights = frame_weights(logits, kernel_size)  # [B, H, W, K^2, 2]
+    grid = tf.constant(tap_grid(kernel_size))  # [K^2, 2]
+    return tf.reduce_sum(weights[..., None] * grid[:, None, :], axis=3)  # [B, H, W, 2, 2]
 
 
 def logit_cotangent(weights, sums):

@@ -5,6 +5,16 @@ optionally, two terms that weigh edges and texture, where a precise blend and a 
 differ most: an L1 loss on the images' finite differences (``gradient``) and a soft census
 distance (``census``: the signs of each pixel's differences to its 7x7 neighbourhood,
 compared with a robust soft Hamming distance, as in UnFlow).
+
+With the adaptive-kernel head two more terms act on the kernels themselves (no flow labels):
+
+* ``frame``: the same loss on each frame's *own* blend (:func:`vidcorr.model.kernels.frame_blends`),
+  the mean over the two frames. The blend of both frames is right to first order
+  whenever the mass-weighted mean of the two frames' offsets is, so a kernel that reads
+  a pixel's motion as none in both frames costs little where the image is smooth;
+  each frame's own blend is right only where that frame's offset is.
+* ``symmetry``: where motion is steady the two frames' offsets are opposite; the mean
+  over pixels of ``|dx_t + dx_t2| + |dy_t + dy_t2|`` (pixels) pulls them so.
 """
 
 import numpy as np
@@ -13,8 +23,9 @@ from vidcorr.compat import tf
 from vidcorr.model.spec import LOSSES
 
 __all__ = ["LOSSES", "reconstruction_loss", "reconstruction_loss_numpy", "gradient_loss",
-           "gradient_loss_numpy", "census_loss", "census_loss_numpy", "training_loss", "psnr",
-           "psnr_numpy"]
+           "gradient_loss_numpy", "census_loss", "census_loss_numpy", "frame_loss", "frame_loss_numpy",
+           "symmetry_loss", "symmetry_loss_numpy", "training_loss", "training_loss_numpy",
+           "psnr", "psnr_numpy"]
 
 CHARBONNIER_EPS = 1e-3
 CENSUS_RADIUS = 3  # a 7x7 neighbourhood
@@ -123,23 +134,96 @@ def census_loss_numpy(prediction, target):
     return float(np.mean(e ** 2 / (HAMMING_EPS + e ** 2)))
 
 
-def training_loss(prediction, target, train_config):
-    """The loss a training config asks for: reconstruction plus the weighted edge terms.
-
-    Args:
-      prediction: predicted middle frames, ``[B, H, W, 3]``.
-      target: true middle frames, ``[B, H, W, 3]``.
-      train_config: a :class:`vidcorr.model.config.TrainConfig` (``loss``, ``gradient_weight``,
-        ``census_weight``).
-
-    Returns:
-      A scalar tensor.
-    """
+def _image_loss(prediction, target, train_config):
+    """Reconstruction plus the weighted edge terms, on ``[B, H, W, 3]`` tensors."""
     loss = reconstruction_loss(prediction, target, train_config.loss)
     if train_config.gradient_weight > 0:
         loss += train_config.gradient_weight * gradient_loss(prediction, target)
     if train_config.census_weight > 0:
         loss += train_config.census_weight * census_loss(prediction, target)
+    return loss
+
+
+def _image_loss_numpy(prediction, target, train_config):
+    loss = reconstruction_loss_numpy(prediction, target, train_config.loss)
+    if train_config.gradient_weight > 0:
+        loss += train_config.gradient_weight * gradient_loss_numpy(prediction, target)
+    if train_config.census_weight > 0:
+        loss += train_config.census_weight * census_loss_numpy(prediction, target)
+    return loss
+
+
+def frame_loss(blends, target, train_config):
+    """The image loss of each frame's own blend, the mean over the two frames.
+
+    Args:
+      blends: ``[B, H, W, 2, 3]`` (:func:`vidcorr.model.kernels.frame_blends`).
+      target: true middle frames, ``[B, H, W, 3]``.
+      train_config: its ``loss``, ``gradient_weight`` and ``census_weight`` apply.
+
+    Returns:
+      A scalar tensor.
+    """
+    return 0.5 * (_image_loss(blends[..., 0, :], target, train_config)
+                  + _image_loss(blends[..., 1, :], target, train_config))
+
+
+def frame_loss_numpy(blends, target, train_config):
+    """:func:`frame_loss` on numpy arrays, as a float."""
+    blends = np.asarray(blends, np.float64)
+    return 0.5 * (_image_loss_numpy(blends[..., 0, :], target, train_config)
+                  + _image_loss_numpy(blends[..., 1, :], target, train_config))
+
+
+def symmetry_loss(offsets):
+    """Mean over pixels of ``|dx_t + dx_t2| + |dy_t + dy_t2|``, offsets ``[B, H, W, 2, 2]``
+    (frame, then ``(dx, dy)``; :func:`vidcorr.model.kernels.frame_offsets`), in pixels."""
+    return tf.reduce_mean(tf.reduce_sum(tf.abs(offsets[..., 0, :] + offsets[..., 1, :]), axis=-1))
+
+
+def symmetry_loss_numpy(offsets):
+    """:func:`symmetry_loss` on numpy arrays, as a float."""
+    offsets = np.asarray(offsets, np.float64)
+    return float(np.mean(np.abs(offsets[..., 0, :] + offsets[..., 1, :]).sum(axis=-1)))
+
+
+def training_loss(prediction, target, train_config, blends=None, offsets=None):
+    """The loss a training config asks for: reconstruction plus the weighted terms.
+
+    Args:
+      prediction: predicted middle frames, ``[B, H, W, 3]``.
+      target: true middle frames, ``[B, H, W, 3]``.
+      train_config: a :class:`vidcorr.model.config.TrainConfig` (``loss``, ``gradient_weight``,
+        ``census_weight``, ``frame_weight``, ``symmetry_weight``).
+      blends: each frame's own blend ``[B, H, W, 2, 3]``; needed when ``frame_weight`` > 0.
+      offsets: each frame's kernel centroid ``[B, H, W, 2, 2]``; needed when
+        ``symmetry_weight`` > 0.
+
+    Returns:
+      A scalar tensor.
+
+    Raises:
+      ValueError: if a weighted term's input is missing.
+    """
+    loss = _image_loss(prediction, target, train_config)
+    if train_config.frame_weight > 0:
+        if blends is None:
+            raise ValueError("train.frame_weight needs each frame's blend (a kernel head)")
+        loss += train_config.frame_weight * frame_loss(blends, target, train_config)
+    if train_config.symmetry_weight > 0:
+        if offsets is None:
+            raise ValueError("train.symmetry_weight needs the kernels' offsets (a kernel head)")
+        loss += train_config.symmetry_weight * symmetry_loss(offsets)
+    return loss
+
+
+def training_loss_numpy(prediction, target, train_config, blends=None, offsets=None):
+    """:func:`training_loss` on numpy arrays, as a float."""
+    loss = _image_loss_numpy(prediction, target, train_config)
+    if train_config.frame_weight > 0:
+        loss += train_config.frame_weight * frame_loss_numpy(blends, target, train_config)
+    if train_config.symmetry_weight > 0:
+        loss += train_config.symmetry_weight * symmetry_loss_numpy(offsets)
     return loss
 
 

@@ -22,11 +22,12 @@ import collections
 import contextlib
 
 from vidcorr.compat import tf, tower_devices
+from vidcorr.model import kernels
 from vidcorr.model.losses import training_loss
 from vidcorr.model.network import mind
 from vidcorr.model.spec import MODEL_SCOPE
 
-__all__ = ["Towers", "build_towers", "PARAMETER_DEVICE"]
+__all__ = ["Towers", "build_towers", "kernel_terms", "PARAMETER_DEVICE"]
 
 PARAMETER_DEVICE = "/device:CPU:0"
 _VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp")
@@ -38,6 +39,28 @@ Towers = collections.namedtuple("Towers", ["prediction", "loss", "train_op", "gr
 def _placer(device):
     """Variables on the parameter device, every other op on ``device``."""
     return lambda op: PARAMETER_DEVICE if op.type in _VARIABLE_OPS else device
+
+
+def kernel_terms(endpoints, config):
+    """The kernel head's per-frame blends and offsets the config's loss needs, cropped to
+    the input size: ``{'blends': [B, h, w, 2, 3], 'offsets': [B, h, w, 2, 2]}`` (only
+    those whose weight is positive).
+
+    Args:
+      endpoints: the endpoints :func:`vidcorr.model.network.mind` filled.
+      config: the :class:`vidcorr.model.config.Config`.
+    """
+    k, train, terms = config.model.kernel_size, config.train, {}
+    if not k or (train.frame_weight <= 0 and train.symmetry_weight <= 0):
+        return terms
+    top, left, height, width = endpoints["crop"]
+    logits = endpoints["logits"][:, top:top + height, left:left + width]  # [B, h, w, 2K^2]
+    if train.frame_weight > 0:
+        blends = kernels.frame_blends(endpoints["padded"], endpoints["logits"], k)
+        terms["blends"] = blends[:, top:top + height, left:left + width]  # [B, h, w, 2, 3]
+    if train.symmetry_weight > 0:
+        terms["offsets"] = kernels.frame_offsets(logits, k)  # [B, h, w, 2, 2]
+    return terms
 
 
 def build_towers(config, optimizer, inputs, targets, is_training, quantize, global_step):
@@ -69,12 +92,14 @@ def build_towers(config, optimizer, inputs, targets, is_training, quantize, glob
         place = contextlib.ExitStack() if device is None else tf.device(_placer(device))
         scope = contextlib.ExitStack() if device is None else tf.name_scope("tower%d" % i)
         with place, scope, tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
+            ends = {}
             pred = mind(shares_in[i], is_training, quantize, config.model.network_spec(),
-                        config.model.num_bits, name=MODEL_SCOPE,
+                        config.model.num_bits, name=MODEL_SCOPE, endpoints=ends,
                         update_moving=i == 0)  # [B/n, h, w, 3]
             if i == 0:
                 variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
-            loss = training_loss(pred, shares_tg[i], config.train)
+            loss = training_loss(pred, shares_tg[i], config.train,
+                                 **kernel_terms(ends, config))
             grads.append(optimizer.compute_gradients(
                 loss, var_list=tf.trainable_variables(MODEL_SCOPE)))
             predictions.append(pred)

@@ -113,7 +113,7 @@ class Trainer(object):
             raise UserError("--resume: there is no run directory %s (mistyped? leave out "
                             "--resume to start a new run there)" % self.run_dir)
         self._created_dir = not os.path.isdir(self.run_dir)
-        self.lock = rundir.RunLock(self.run_dir).acquire()
+        self.lock = rundir.RunLock(self.run_dir, warn=self.log).acquire()
 
     def setup(self):
         """Loads data, builds the graph and session, restores or initialises variables.
