@@ -58,16 +58,23 @@ def test_census_loss_against_an_explicit_loop(sess, rng):
                     out.append(d / np.sqrt(0.81 + d * d))
         return np.array(out)
 
-    total = []
+    weight = rng.rand(2, 9, 10).astype(np.float32)
+    total, weighted = [], []
     for i in range(2):
         for y in range(3, 6):
             for x in range(3, 7):
                 e = signature(a[i].astype(np.float64), y, x) - signature(b[i].astype(np.float64), y, x)
                 total.append(e ** 2 / (0.1 + e ** 2))
+                weighted.append(weight[i, y, x] * total[-1])
     expected = np.mean(total)
     np.testing.assert_allclose(census_loss_numpy(a, b), expected, rtol=1e-9)
     np.testing.assert_allclose(sess.run(census_loss(tf.constant(a), tf.constant(b))), expected,
                                rtol=1e-4)
+    # a per-pixel weight multiplies each pixel's loss before the mean
+    np.testing.assert_allclose(census_loss_numpy(a, b, weight), np.mean(weighted), rtol=1e-6)
+    np.testing.assert_allclose(sess.run(census_loss(tf.constant(a), tf.constant(b),
+                                                    tf.constant(weight))),
+                               np.mean(weighted), rtol=1e-4)
     # Invariant to a brightness offset, not to a change of texture.
     assert sess.run(census_loss(tf.constant(a), tf.constant(a + 0.1))) < 1e-6
     assert expected > 0.1
@@ -132,3 +139,50 @@ def test_training_loss_with_the_kernel_terms(sess, rng):
     np.testing.assert_allclose(got, expected, rtol=1e-4)
     with pytest.raises(ValueError, match="frame_weight"):
         training_loss(tf.constant(pred), tf.constant(target), config)
+
+
+def test_weighted_reconstruction_and_gradient_losses_by_loops(sess, rng):
+    a = rng.rand(2, 5, 6, 3)
+    b = rng.rand(2, 5, 6, 3)
+    weight = rng.rand(2, 5, 6)
+    l1 = np.mean([weight[n, y, x] * np.abs(a[n, y, x, c] - b[n, y, x, c])
+                  for n in range(2) for y in range(5) for x in range(6) for c in range(3)])
+    dx = [weight[n, y, x] * abs((a[n, y, x + 1, c] - a[n, y, x, c]) - (b[n, y, x + 1, c] - b[n, y, x, c]))
+          for n in range(2) for y in range(5) for x in range(5) for c in range(3)]
+    dy = [weight[n, y, x] * abs((a[n, y + 1, x, c] - a[n, y, x, c]) - (b[n, y + 1, x, c] - b[n, y, x, c]))
+          for n in range(2) for y in range(4) for x in range(6) for c in range(3)]
+    np.testing.assert_allclose(reconstruction_loss_numpy(a, b, "l1", weight), l1, rtol=1e-9)
+    np.testing.assert_allclose(gradient_loss_numpy(a, b, weight), np.mean(dx) + np.mean(dy),
+                               rtol=1e-9)
+    ta, tb, tw = (tf.constant(v.astype(np.float32)) for v in (a, b, weight))
+    np.testing.assert_allclose(sess.run(reconstruction_loss(ta, tb, "l1", tw)), l1, rtol=1e-5)
+    np.testing.assert_allclose(sess.run(gradient_loss(ta, tb, tw)), np.mean(dx) + np.mean(dy),
+                               rtol=1e-5)
+
+
+def test_mass_weighted_frame_loss_ignores_the_frame_the_blend_does_not_use(sess, rng):
+    from vidcorr.model.config import TrainConfig
+
+    target = rng.rand(1, 8, 8, 3)
+    blends = rng.rand(1, 8, 8, 2, 3)
+    masses = rng.rand(1, 8, 8, 1)
+    masses = np.concatenate([masses, 1 - masses], axis=-1)  # [1, 8, 8, 2]
+    # closed form for L1: the mean over pixels of m_t |b_t - y| + m_t2 |b_t2 - y| (RGB mean)
+    per_frame = np.abs(blends - target[..., None, :]).mean(axis=-1)  # [1, 8, 8, 2]
+    expected = np.mean(np.sum(masses * per_frame, axis=-1))
+    config = TrainConfig(frame_weight=1.0, frame_mass=True)
+    np.testing.assert_allclose(frame_loss_numpy(blends, target, config, masses), expected,
+                               rtol=1e-9)
+    got = sess.run(frame_loss(tf.constant(blends.astype(np.float32)),
+                              tf.constant(target.astype(np.float32)), config,
+                              tf.constant(masses.astype(np.float32))))
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    # all the weight on frame t: frame t+2's blend, however wrong, costs nothing
+    only_t = np.concatenate([np.ones_like(masses[..., :1]), np.zeros_like(masses[..., :1])], -1)
+    wrong = blends.copy()
+    wrong[..., 1, :] += 5.0
+    np.testing.assert_allclose(frame_loss_numpy(wrong, target, config, only_t),
+                               np.mean(per_frame[..., 0]), rtol=1e-9)
+    # equal shares: the unweighted frame loss
+    np.testing.assert_allclose(frame_loss_numpy(blends, target, config, np.full_like(masses, 0.5)),
+                               frame_loss_numpy(blends, target, config), rtol=1e-9)

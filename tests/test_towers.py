@@ -103,7 +103,8 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     config = config_from_dict({
         "model": {"width": 0.125, "kernel_size": 3, "output_kernel": 1},
         "data": {"synthetic": True},
-        "train": {"census_weight": 0.2, "frame_weight": 0.5, "symmetry_weight": 0.1}})
+        "train": {"census_weight": 0.2, "frame_weight": 0.5, "symmetry_weight": 0.1,
+                  "frame_mass": True}})
     frames = rng.rand(2, 40, 48, 6).astype(np.float32)
     target = rng.rand(2, 40, 48, 3).astype(np.float32)
     with tf.variable_scope("kt"):
@@ -121,9 +122,14 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     assert (top, left, h, w) == (12, 8, 40, 48) and logits.shape[1:3] == (64, 64)
     blends, offsets = _frame_blends_numpy(padded, logits, 3)
     blends, offsets = blends[:, top:top + h, left:left + w], offsets[:, top:top + h, left:left + w]
-    want = training_loss_numpy(p, target, config.train, blends, offsets)
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    shares = e / e.sum(-1, keepdims=True)  # [B, H', W', 18]: frame t's 9 taps, then t+2's
+    masses = np.stack([shares[..., :9].sum(-1), shares[..., 9:].sum(-1)], -1)
+    masses = masses[:, top:top + h, left:left + w]
+    assert np.ptp(masses) > 0.01  # the test's logits give the frames unequal shares
+    want = training_loss_numpy(p, target, config.train, blends, offsets, masses)
     np.testing.assert_allclose(got, want, rtol=1e-4)
-    assert kernel_terms(ends, config.replace(train={"frame_weight": 0.0,
+    assert kernel_terms(ends, config.replace(train={"frame_weight": 0.0, "frame_mass": False,
                                                     "symmetry_weight": 0.0})) == {}
 
 
@@ -132,6 +138,8 @@ def test_kernel_terms_need_a_kernel_head():
     for key in ("frame_weight", "symmetry_weight"):
         with pytest.raises(UserError, match="train.%s: .*model.kernel_size" % key):
             config_from_dict({"data": {"synthetic": True}, "train": {key: 0.5}})
+    with pytest.raises(UserError, match="train.frame_mass: .*train.frame_weight > 0"):
+        config_from_dict({"data": {"synthetic": True}, "train": {"frame_mass": True}})
 
 
 def test_num_devices_must_divide_the_batch(tmp_path):

@@ -99,6 +99,7 @@ class TrainConfig:
     gradient_weight: float = 0.0
     census_weight: float = 0.0
     frame_weight: float = 0.0
+    frame_mass: bool = False
     symmetry_weight: float = 0.0
     checkpoint_every: int = 1000
     keep_checkpoints: int = 5
@@ -248,6 +249,8 @@ def config_from_dict(data, origin="config"):
         for key, cls in sections.items():
             if key not in kwargs:
                 kwargs[key] = _section(cls, key, {})
+        _check(not kwargs["train"].frame_mass or kwargs["train"].frame_weight > 0,
+               "train.frame_mass", "weighs the frame term: needs train.frame_weight > 0")
         for key in ("frame_weight", "symmetry_weight"):
             _check(getattr(kwargs["train"], key) == 0 or kwargs["model"].kernel_size > 0,
                    "train." + key, "acts on the kernel head's weights: needs model.kernel_size > 0")

@@ -27,7 +27,7 @@ from vidcorr.compat import tf
 from vidcorr.model.spec import MAX_KERNEL_SIZE
 
 __all__ = ["CENTRE_LOGIT", "MAX_KERNEL_SIZE", "tap_grid", "logit_bias", "apply_kernels",
-           "frame_weights", "frame_blends", "frame_offsets", "logit_cotangent"]
+           "frame_weights", "frame_masses", "frame_blends", "frame_offsets", "logit_cotangent"]
 
 CENTRE_LOGIT = 1.0  # initial logit of the two centre taps: a mild prior towards no motion
 
@@ -102,6 +102,11 @@ def frame_weights(logits, kernel_size):
     so that a frame with almost no weight still has well-defined, stable weights.
     """
     return tf.nn.softmax(_per_tap(logits, kernel_size), axis=3)  # [B, H, W, K^2, 2]
+
+
+def frame_masses(logits, kernel_size):
+    """Each frame's share of the blend weight, ``[B, H, W, 2]`` (frame t, then t+2)."""
+    return tf.reduce_sum(_per_tap(tf.nn.softmax(logits, axis=-1), kernel_size), axis=3)
 
 
 def frame_blends(frames, logits, kernel_size):

@@ -13,6 +13,9 @@ With the adaptive-kernel head two more terms act on the kernels themselves (no f
   whenever the mass-weighted mean of the two frames' offsets is, so a kernel that reads
   a pixel's motion as none in both frames costs little where the image is smooth;
   each frame's own blend is right only where that frame's offset is.
+  With ``frame_mass`` each frame's loss at a pixel is weighted by twice its share of the
+  blend there, so that where the network blends from one frame only (the other one
+  occluded) the other is not pulled towards a wrong place.
 * ``symmetry``: where motion is steady the two frames' offsets are opposite; the mean
   over pixels of ``|dx_t + dx_t2| + |dy_t + dy_t2|`` (pixels) pulls them so.
 """
@@ -34,13 +37,34 @@ CENSUS_SCALE = 255.0  # the census compares grey levels in 0..255, as UnFlow doe
 HAMMING_EPS = 0.1  # soft Hamming distance per neighbour: e^2 / (0.1 + e^2)
 
 
-def reconstruction_loss(prediction, target, kind="l1"):
+def _wmean(values, weight, crop=(0, 0, 0, 0)):
+    """Mean of ``values [B, h, w, C]``, each pixel weighted by ``weight [B, H, W]`` cut by
+    ``crop = (top, bottom, left, right)`` pixels to ``h x w`` (None: the plain mean)."""
+    if weight is None:
+        return tf.reduce_mean(values)
+    top, bottom, left, right = crop
+    h, w = tf.shape(weight)[1], tf.shape(weight)[2]
+    weight = weight[:, top:h - bottom, left:w - right, None]  # [B, h, w, 1]
+    return tf.reduce_mean(values * weight)
+
+
+def _wmean_numpy(values, weight, crop=(0, 0, 0, 0)):
+    if weight is None:
+        return float(np.mean(values))
+    top, bottom, left, right = crop
+    h, w = weight.shape[1:3]
+    return float(np.mean(values * np.asarray(weight, np.float64)[:, top:h - bottom,
+                                                                 left:w - right, None]))
+
+
+def reconstruction_loss(prediction, target, kind="l1", weight=None):
     """Mean per-pixel loss between two ``[B, H, W, 3]`` tensors.
 
     Args:
       prediction: predicted frame.
       target: true frame.
       kind: ``'l1'``, ``'l2'`` or ``'charbonnier'`` (``sqrt(d^2 + 1e-6)``).
+      weight: optional per-pixel weights ``[B, H, W]`` (the mean of weight x loss).
 
     Returns:
       A scalar tensor.
@@ -50,23 +74,23 @@ def reconstruction_loss(prediction, target, kind="l1"):
     """
     diff = prediction - target
     if kind == "l1":
-        return tf.reduce_mean(tf.abs(diff))
+        return _wmean(tf.abs(diff), weight)
     if kind == "l2":
-        return tf.reduce_mean(tf.square(diff))
+        return _wmean(tf.square(diff), weight)
     if kind == "charbonnier":
-        return tf.reduce_mean(tf.sqrt(tf.square(diff) + CHARBONNIER_EPS ** 2))
+        return _wmean(tf.sqrt(tf.square(diff) + CHARBONNIER_EPS ** 2), weight)
     raise ValueError("loss must be one of %s, got %r" % (", ".join(LOSSES), kind))
 
 
-def reconstruction_loss_numpy(prediction, target, kind="l1"):
+def reconstruction_loss_numpy(prediction, target, kind="l1", weight=None):
     """:func:`reconstruction_loss` on numpy arrays, as a float."""
     diff = np.asarray(prediction, np.float64) - np.asarray(target, np.float64)
     if kind == "l1":
-        return float(np.mean(np.abs(diff)))
+        return _wmean_numpy(np.abs(diff), weight)
     if kind == "l2":
-        return float(np.mean(diff ** 2))
+        return _wmean_numpy(diff ** 2, weight)
     if kind == "charbonnier":
-        return float(np.mean(np.sqrt(diff ** 2 + CHARBONNIER_EPS ** 2)))
+        return _wmean_numpy(np.sqrt(diff ** 2 + CHARBONNIER_EPS ** 2), weight)
     raise ValueError("loss must be one of %s, got %r" % (", ".join(LOSSES), kind))
 
 
@@ -75,21 +99,23 @@ def _differences(images):
     return images[:, :, 1:] - images[:, :, :-1], images[:, 1:] - images[:, :-1]
 
 
-def gradient_loss(prediction, target):
+def gradient_loss(prediction, target, weight=None):
     """Mean L1 distance between the finite differences of two ``[B, H, W, 3]`` tensors.
 
     The mean of the horizontal term (over ``B*H*(W-1)*3`` values) plus that of the vertical one.
     """
     (pdx, pdy), (tdx, tdy) = _differences(prediction), _differences(target)
-    return tf.reduce_mean(tf.abs(pdx - tdx)) + tf.reduce_mean(tf.abs(pdy - tdy))
+    return (_wmean(tf.abs(pdx - tdx), weight, (0, 0, 0, 1))
+            + _wmean(tf.abs(pdy - tdy), weight, (0, 1, 0, 0)))
 
 
-def gradient_loss_numpy(prediction, target):
+def gradient_loss_numpy(prediction, target, weight=None):
     """:func:`gradient_loss` on numpy arrays, as a float."""
     p, t = np.asarray(prediction, np.float64), np.asarray(target, np.float64)
     dx = np.diff(p, axis=2) - np.diff(t, axis=2)
     dy = np.diff(p, axis=1) - np.diff(t, axis=1)
-    return float(np.mean(np.abs(dx)) + np.mean(np.abs(dy)))
+    return _wmean_numpy(np.abs(dx), weight, (0, 0, 0, 1)) + _wmean_numpy(np.abs(dy), weight,
+                                                                         (0, 1, 0, 0))
 
 
 def _census_offsets():
@@ -108,17 +134,18 @@ def _census(images):
     return d / tf.sqrt(CENSUS_SOFTNESS + tf.square(d))
 
 
-def census_loss(prediction, target):
+def census_loss(prediction, target, weight=None):
     """Mean soft Hamming distance between the census signatures of two ``[B, H, W, 3]`` tensors.
 
     Per pixel (at least ``CENSUS_RADIUS`` from the border) and neighbour, ``e^2 / (0.1 + e^2)``
     with ``e`` the difference of the two soft signs; the mean over pixels and neighbours.
     """
     e = _census(prediction) - _census(target)
-    return tf.reduce_mean(tf.square(e) / (HAMMING_EPS + tf.square(e)))
+    r = CENSUS_RADIUS
+    return _wmean(tf.square(e) / (HAMMING_EPS + tf.square(e)), weight, (r, r, r, r))
 
 
-def census_loss_numpy(prediction, target):
+def census_loss_numpy(prediction, target, weight=None):
     """:func:`census_loss` on numpy arrays, as a float."""
     r = CENSUS_RADIUS
 
@@ -131,48 +158,56 @@ def census_loss_numpy(prediction, target):
         return d / np.sqrt(CENSUS_SOFTNESS + d ** 2)
 
     e = signature(prediction) - signature(target)
-    return float(np.mean(e ** 2 / (HAMMING_EPS + e ** 2)))
+    return _wmean_numpy(e ** 2 / (HAMMING_EPS + e ** 2), weight, (r, r, r, r))
 
 
-def _image_loss(prediction, target, train_config):
-    """Reconstruction plus the weighted edge terms, on ``[B, H, W, 3]`` tensors."""
-    loss = reconstruction_loss(prediction, target, train_config.loss)
+def _image_loss(prediction, target, train_config, weight=None):
+    """Reconstruction plus the weighted edge terms, on ``[B, H, W, 3]`` tensors, each
+    pixel weighted by ``weight [B, H, W]`` if given."""
+    loss = reconstruction_loss(prediction, target, train_config.loss, weight)
     if train_config.gradient_weight > 0:
-        loss += train_config.gradient_weight * gradient_loss(prediction, target)
+        loss += train_config.gradient_weight * gradient_loss(prediction, target, weight)
     if train_config.census_weight > 0:
-        loss += train_config.census_weight * census_loss(prediction, target)
+        loss += train_config.census_weight * census_loss(prediction, target, weight)
     return loss
 
 
-def _image_loss_numpy(prediction, target, train_config):
-    loss = reconstruction_loss_numpy(prediction, target, train_config.loss)
+def _image_loss_numpy(prediction, target, train_config, weight=None):
+    loss = reconstruction_loss_numpy(prediction, target, train_config.loss, weight)
     if train_config.gradient_weight > 0:
-        loss += train_config.gradient_weight * gradient_loss_numpy(prediction, target)
+        loss += train_config.gradient_weight * gradient_loss_numpy(prediction, target, weight)
     if train_config.census_weight > 0:
-        loss += train_config.census_weight * census_loss_numpy(prediction, target)
+        loss += train_config.census_weight * census_loss_numpy(prediction, target, weight)
     return loss
 
 
-def frame_loss(blends, target, train_config):
+def frame_loss(blends, target, train_config, masses=None):
     """The image loss of each frame's own blend, the mean over the two frames.
 
     Args:
       blends: ``[B, H, W, 2, 3]`` (:func:`vidcorr.model.kernels.frame_blends`).
       target: true middle frames, ``[B, H, W, 3]``.
       train_config: its ``loss``, ``gradient_weight`` and ``census_weight`` apply.
+      masses: optional ``[B, H, W, 2]``, each frame's share of the blend
+        (:func:`vidcorr.model.kernels.frame_masses`): frame j's loss at a pixel is then
+        weighted by ``2 m_j``, so a frame the blend does not use there (occluded) is not
+        asked to reconstruct it, and equal shares give the unweighted loss.
 
     Returns:
       A scalar tensor.
     """
-    return 0.5 * (_image_loss(blends[..., 0, :], target, train_config)
-                  + _image_loss(blends[..., 1, :], target, train_config))
+    weights = [None, None] if masses is None else [2.0 * masses[..., j] for j in range(2)]
+    return 0.5 * (_image_loss(blends[..., 0, :], target, train_config, weights[0])
+                  + _image_loss(blends[..., 1, :], target, train_config, weights[1]))
 
 
-def frame_loss_numpy(blends, target, train_config):
+def frame_loss_numpy(blends, target, train_config, masses=None):
     """:func:`frame_loss` on numpy arrays, as a float."""
     blends = np.asarray(blends, np.float64)
-    return 0.5 * (_image_loss_numpy(blends[..., 0, :], target, train_config)
-                  + _image_loss_numpy(blends[..., 1, :], target, train_config))
+    weights = [None, None] if masses is None else [2.0 * np.asarray(masses, np.float64)[..., j]
+                                                   for j in range(2)]
+    return 0.5 * (_image_loss_numpy(blends[..., 0, :], target, train_config, weights[0])
+                  + _image_loss_numpy(blends[..., 1, :], target, train_config, weights[1]))
 
 
 def symmetry_loss(offsets):
@@ -187,7 +222,7 @@ def symmetry_loss_numpy(offsets):
     return float(np.mean(np.abs(offsets[..., 0, :] + offsets[..., 1, :]).sum(axis=-1)))
 
 
-def training_loss(prediction, target, train_config, blends=None, offsets=None):
+def training_loss(prediction, target, train_config, blends=None, offsets=None, masses=None):
     """The loss a training config asks for: reconstruction plus the weighted terms.
 
     Args:
@@ -198,6 +233,8 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None):
       blends: each frame's own blend ``[B, H, W, 2, 3]``; needed when ``frame_weight`` > 0.
       offsets: each frame's kernel centroid ``[B, H, W, 2, 2]``; needed when
         ``symmetry_weight`` > 0.
+      masses: each frame's share of the blend ``[B, H, W, 2]`` (no gradient); needed when
+        ``frame_mass`` is set.
 
     Returns:
       A scalar tensor.
@@ -209,7 +246,10 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None):
     if train_config.frame_weight > 0:
         if blends is None:
             raise ValueError("train.frame_weight needs each frame's blend (a kernel head)")
-        loss += train_config.frame_weight * frame_loss(blends, target, train_config)
+        if train_config.frame_mass and masses is None:
+            raise ValueError("train.frame_mass needs each frame's share of the blend")
+        loss += train_config.frame_weight * frame_loss(
+            blends, target, train_config, masses if train_config.frame_mass else None)
     if train_config.symmetry_weight > 0:
         if offsets is None:
             raise ValueError("train.symmetry_weight needs the kernels' offsets (a kernel head)")
@@ -217,11 +257,13 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None):
     return loss
 
 
-def training_loss_numpy(prediction, target, train_config, blends=None, offsets=None):
+def training_loss_numpy(prediction, target, train_config, blends=None, offsets=None,
+                        masses=None):
     """:func:`training_loss` on numpy arrays, as a float."""
     loss = _image_loss_numpy(prediction, target, train_config)
     if train_config.frame_weight > 0:
-        loss += train_config.frame_weight * frame_loss_numpy(blends, target, train_config)
+        loss += train_config.frame_weight * frame_loss_numpy(
+            blends, target, train_config, masses if train_config.frame_mass else None)
     if train_config.symmetry_weight > 0:
         loss += train_config.symmetry_weight * symmetry_loss_numpy(offsets)
     return loss

@@ -42,9 +42,9 @@ def _placer(device):
 
 
 def kernel_terms(endpoints, config):
-    """The kernel head's per-frame blends and offsets the config's loss needs, cropped to
-    the input size: ``{'blends': [B, h, w, 2, 3], 'offsets': [B, h, w, 2, 2]}`` (only
-    those whose weight is positive).
+    """The kernel head's per-frame blends, offsets and masses the config's loss needs,
+    cropped to the input size: ``{'blends': [B, h, w, 2, 3], 'offsets': [B, h, w, 2, 2],
+    'masses': [B, h, w, 2]}`` (only those the config's terms use).
 
     Args:
       endpoints: the endpoints :func:`vidcorr.model.network.mind` filled.
@@ -58,6 +58,8 @@ def kernel_terms(endpoints, config):
     if train.frame_weight > 0:
         blends = kernels.frame_blends(endpoints["padded"], endpoints["logits"], k)
         terms["blends"] = blends[:, top:top + height, left:left + width]  # [B, h, w, 2, 3]
+        if train.frame_mass:  # a weight, not a target: no gradient through the shares
+            terms["masses"] = tf.stop_gradient(kernels.frame_masses(logits, k))  # [B, h, w, 2]
     if train.symmetry_weight > 0:
         terms["offsets"] = kernels.frame_offsets(logits, k)  # [B, h, w, 2, 2]
     return terms
