@@ -174,8 +174,9 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
             if layer.name == "enc1/conv%d" % CONVS_PER_ENCODER_BLOCK:
                 features[0] = h  # [B, H', W', C]
         output = plan[-1]
+        images = padded + 0.5  # [B, H', W', 6] in [0, 1]; one op for the blend and endpoints
         if endpoints is not None:
-            endpoints.update(features=h, padded=padded + 0.5, crop=(top, left, height, width))
+            endpoints.update(features=h, padded=images, crop=(top, left, height, width))
         if spec.kernel_size:
             k = spec.kernel_size
             logits = layers.conv2d(output.name, h, output.cout, 1, use_bias=True,
@@ -184,7 +185,7 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
                                        kernels.logit_bias(k)))  # [B, H', W', 2K^2]
             if endpoints is not None:
                 endpoints["logits"] = logits
-            out = kernels.apply_kernels(padded + 0.5, logits, k)  # [B, H', W', 3]
+            out = kernels.apply_kernels(images, logits, k)  # [B, H', W', 3]
             return out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
         out = layers.conv2d(output.name, h, 3, output.kernel, use_bias=True,
                             transform=transform, initializer=OUTPUT_INIT)  # [B, H', W', 3]
