@@ -6,7 +6,8 @@ import pytest
 from vidcorr.compat import tf
 from vidcorr.model.losses import (census_loss, census_loss_numpy, frame_loss, frame_loss_numpy,
                                    gradient_loss, gradient_loss_numpy, psnr, psnr_numpy,
-                                   reconstruction_loss, reconstruction_loss_numpy, symmetry_loss,
+                                   reconstruction_loss, reconstruction_loss_numpy,
+                                   smoothness_loss, smoothness_loss_numpy, symmetry_loss,
                                    symmetry_loss_numpy, training_loss, training_loss_numpy)
 
 
@@ -102,6 +103,54 @@ def test_symmetry_loss_closed_form(sess):
     np.testing.assert_allclose(sess.run(symmetry_loss(tf.constant(offsets))), 0.375, rtol=1e-6)
 
 
+def _smoothness_by_loops(offsets, image, edge):
+    b, h, w = offsets.shape[:3]
+    sums = {}
+    for name, (dy, dx) in (("x", (0, 1)), ("y", (1, 0))):
+        total, count = 0.0, 0
+        for n in range(b):
+            for y in range(h - dy):
+                for x in range(w - dx):
+                    step = np.mean([abs(float(image[n, y + dy, x + dx, c]) - float(image[n, y, x, c]))
+                                    for c in range(3)])
+                    gap = sum(abs(float(offsets[n, y + dy, x + dx, j, k]) - float(offsets[n, y, x, j, k]))
+                              for j in range(2) for k in range(2)) / 2.0
+                    total += np.exp(-edge * step) * gap
+                    count += 1
+        sums[name] = total / count
+    return 0.5 * (sums["x"] + sums["y"])
+
+
+def test_smoothness_loss_closed_form(sess):
+    offsets = np.zeros((1, 4, 5, 2, 2), np.float32)  # [B, H, W, frame, (dx, dy)]
+    offsets[..., 0, 0] = 0.5 * np.arange(5)  # frame t's dx grows 0.5 px a column
+    image = np.full((1, 4, 5, 3), 0.3, np.float32)  # no edges: every weight is 1
+    # horizontal: half of 0.5 at every pair; vertical: 0; the mean of the two: 0.125
+    np.testing.assert_allclose(smoothness_loss_numpy(offsets, image, 10.0), 0.125, rtol=1e-12)
+    np.testing.assert_allclose(sess.run(smoothness_loss(tf.constant(offsets), tf.constant(image),
+                                                        10.0)), 0.125, rtol=1e-6)
+    # A motion boundary on an image edge costs exp(-edge * step); off the edge, all of it.
+    offsets = np.zeros((1, 3, 4, 2, 2), np.float32)
+    offsets[:, :, 2:, 1, 1] = 2.0  # frame t+2's dy jumps by 2 px between columns 1 and 2
+    image = np.zeros((1, 3, 4, 3), np.float32)
+    image[:, :, 2:] = 0.5  # an edge of 0.5 in every channel at the same place
+    # 3 of the 9 horizontal pairs cross it, each with gap 1 and weight exp(-10 * 0.5)
+    want = 0.5 * (3 * np.exp(-5.0) / 9)
+    np.testing.assert_allclose(smoothness_loss_numpy(offsets, image, 10.0), want, rtol=1e-12)
+    np.testing.assert_allclose(smoothness_loss_numpy(offsets, image, 0.0), 0.5 * 3 / 9, rtol=1e-12)
+    np.testing.assert_allclose(sess.run(smoothness_loss(tf.constant(offsets), tf.constant(image),
+                                                        10.0)), want, rtol=1e-5)
+
+
+def test_smoothness_loss_by_loops(sess, rng):
+    offsets = rng.randn(2, 5, 7, 2, 2).astype(np.float32)
+    image = rng.rand(2, 5, 7, 3).astype(np.float32)
+    want = _smoothness_by_loops(offsets, image, 4.0)
+    np.testing.assert_allclose(smoothness_loss_numpy(offsets, image, 4.0), want, rtol=1e-9)
+    np.testing.assert_allclose(sess.run(smoothness_loss(tf.constant(offsets), tf.constant(image),
+                                                        4.0)), want, rtol=1e-5)
+
+
 def test_frame_loss_is_the_mean_of_the_two_frames_losses(sess, rng):
     from vidcorr.model.config import TrainConfig
 
@@ -127,11 +176,13 @@ def test_training_loss_with_the_kernel_terms(sess, rng):
     target = rng.rand(1, 9, 9, 3).astype(np.float32)
     blends = rng.rand(1, 9, 9, 2, 3).astype(np.float32)
     offsets = rng.randn(1, 9, 9, 2, 2).astype(np.float32)
-    config = TrainConfig(census_weight=0.2, frame_weight=0.5, symmetry_weight=0.1)
+    config = TrainConfig(census_weight=0.2, frame_weight=0.5, symmetry_weight=0.1,
+                         smooth_weight=0.3, smooth_edge=5.0)
     expected = (np.mean(np.abs(pred.astype(np.float64) - target)) + 0.2 * census_loss_numpy(pred, target)
                 + 0.5 * frame_loss_numpy(blends, target, config)
                 + 0.1 * np.mean(np.abs(offsets[..., 0, :].astype(np.float64)
-                                       + offsets[..., 1, :]).sum(-1)))
+                                       + offsets[..., 1, :]).sum(-1))
+                + 0.3 * _smoothness_by_loops(offsets, target, 5.0))
     np.testing.assert_allclose(training_loss_numpy(pred, target, config, blends, offsets),
                                expected, rtol=1e-9)
     got = sess.run(training_loss(tf.constant(pred), tf.constant(target), config,

@@ -104,7 +104,7 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
         "model": {"width": 0.125, "kernel_size": 3, "output_kernel": 1},
         "data": {"synthetic": True},
         "train": {"census_weight": 0.2, "frame_weight": 0.5, "symmetry_weight": 0.1,
-                  "frame_mass": True}})
+                  "frame_mass": True, "smooth_weight": 0.3}})
     frames = rng.rand(2, 40, 48, 6).astype(np.float32)
     target = rng.rand(2, 40, 48, 3).astype(np.float32)
     with tf.variable_scope("kt"):
@@ -130,12 +130,13 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     want = training_loss_numpy(p, target, config.train, blends, offsets, masses)
     np.testing.assert_allclose(got, want, rtol=1e-4)
     assert kernel_terms(ends, config.replace(train={"frame_weight": 0.0, "frame_mass": False,
-                                                    "symmetry_weight": 0.0})) == {}
+                                                    "symmetry_weight": 0.0,
+                                                    "smooth_weight": 0.0})) == {}
 
 
 def test_kernel_terms_need_a_kernel_head():
     from vidcorr.model.config import config_from_dict
-    for key in ("frame_weight", "symmetry_weight"):
+    for key in ("frame_weight", "symmetry_weight", "smooth_weight"):
         with pytest.raises(UserError, match="train.%s: .*model.kernel_size" % key):
             config_from_dict({"data": {"synthetic": True}, "train": {key: 0.5}})
     with pytest.raises(UserError, match="train.frame_mass: .*train.frame_weight > 0"):

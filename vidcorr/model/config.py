@@ -101,6 +101,8 @@ class TrainConfig:
     frame_weight: float = 0.0
     frame_mass: bool = False
     symmetry_weight: float = 0.0
+    smooth_weight: float = 0.0
+    smooth_edge: float = 10.0
     checkpoint_every: int = 1000
     keep_checkpoints: int = 5
     summary_every: int = 100
@@ -125,12 +127,15 @@ class TrainConfig:
         _check(0 <= self.min_lr_ratio <= 1, "train.min_lr_ratio", "must be in [0, 1]")
         _check(self.loss in LOSSES, "train.loss",
                "must be one of %s" % ", ".join(repr(n) for n in LOSSES))
-        for key in ("gradient_weight", "census_weight", "frame_weight", "symmetry_weight"):
+        for key in ("gradient_weight", "census_weight", "frame_weight", "symmetry_weight",
+                    "smooth_weight"):
             _check(0 <= getattr(self, key) <= 100, "train." + key,
                    "must be from 0 (off) to 100")
         for key in ("checkpoint_every", "keep_checkpoints", "summary_every", "validate_every"):
             _check(getattr(self, key) >= 1, "train." + key, "must be at least 1")
         _check(self.threads >= 0, "train.threads", "must be >= 0 (0: TensorFlow decides)")
+        _check(0 <= self.smooth_edge <= 1000, "train.smooth_edge",
+               "must be from 0 (plain smoothness) to 1000")
         _check(bool(self.run_dir), "train.run_dir", "must not be empty")
 
 
@@ -251,7 +256,7 @@ def config_from_dict(data, origin="config"):
                 kwargs[key] = _section(cls, key, {})
         _check(not kwargs["train"].frame_mass or kwargs["train"].frame_weight > 0,
                "train.frame_mass", "weighs the frame term: needs train.frame_weight > 0")
-        for key in ("frame_weight", "symmetry_weight"):
+        for key in ("frame_weight", "symmetry_weight", "smooth_weight"):
             _check(getattr(kwargs["train"], key) == 0 or kwargs["model"].kernel_size > 0,
                    "train." + key, "acts on the kernel head's weights: needs model.kernel_size > 0")
         return Config(**kwargs)

@@ -27,7 +27,8 @@ from vidcorr.model.spec import LOSSES
 
 __all__ = ["LOSSES", "reconstruction_loss", "reconstruction_loss_numpy", "gradient_loss",
            "gradient_loss_numpy", "census_loss", "census_loss_numpy", "frame_loss", "frame_loss_numpy",
-           "symmetry_loss", "symmetry_loss_numpy", "training_loss", "training_loss_numpy",
+           "symmetry_loss", "symmetry_loss_numpy", "smoothness_loss", "smoothness_loss_numpy",
+           "training_loss", "training_loss_numpy",
            "psnr", "psnr_numpy"]
 
 CHARBONNIER_EPS = 1e-3
@@ -222,6 +223,51 @@ def symmetry_loss_numpy(offsets):
     return float(np.mean(np.abs(offsets[..., 0, :] + offsets[..., 1, :]).sum(axis=-1)))
 
 
+def _neighbour_steps(values, axis):
+    """``values[p + e_axis] - values[p]`` for ``axis`` 1 (rows) or 2 (columns), on tensors
+    or arrays of rank 4 or more."""
+    if axis == 2:
+        return values[:, :, 1:] - values[:, :, :-1]
+    return values[:, 1:] - values[:, :-1]
+
+
+def smoothness_loss(offsets, image, edge):
+    """Edge-aware first-order smoothness of the two frames' kernel centroids.
+
+    Between each pair of horizontal and of vertical neighbours, the L1 difference of
+    each frame's ``(dx, dy)`` (summed over the two components, averaged over the two
+    frames), weighted by ``exp(-edge * mean_c |image step|)`` so that the offsets may
+    change across the image's edges; the mean of the horizontal and vertical means.
+
+    Args:
+      offsets: ``[B, H, W, 2, 2]`` (:func:`vidcorr.model.kernels.frame_offsets`), pixels.
+      image: ``[B, H, W, 3]`` in [0, 1], the frame the offsets live on (the middle one).
+      edge: how fast the weight falls with the image step (0: plain smoothness).
+
+    Returns:
+      A scalar tensor.
+    """
+    image = tf.convert_to_tensor(image)
+    means = []
+    for axis in (2, 1):  # horizontal, then vertical neighbours
+        gap = 0.5 * tf.reduce_sum(tf.abs(_neighbour_steps(offsets, axis)), axis=[-2, -1])
+        image_step = tf.reduce_mean(tf.abs(_neighbour_steps(image, axis)), axis=-1)
+        means.append(tf.reduce_mean(tf.exp(-edge * image_step) * gap))  # gap: [B, H', W']
+    return 0.5 * (means[0] + means[1])
+
+
+def smoothness_loss_numpy(offsets, image, edge):
+    """:func:`smoothness_loss` on numpy arrays, as a float."""
+    offsets = np.asarray(offsets, np.float64)
+    image = np.asarray(image, np.float64)
+    total = 0.0
+    for axis in (2, 1):
+        gap = 0.5 * np.abs(_neighbour_steps(offsets, axis)).sum(axis=(-2, -1))
+        image_step = np.abs(_neighbour_steps(image, axis)).mean(axis=-1)
+        total += np.mean(np.exp(-edge * image_step) * gap)
+    return 0.5 * total
+
+
 def training_loss(prediction, target, train_config, blends=None, offsets=None, masses=None):
     """The loss a training config asks for: reconstruction plus the weighted terms.
 
@@ -229,10 +275,10 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
       prediction: predicted middle frames, ``[B, H, W, 3]``.
       target: true middle frames, ``[B, H, W, 3]``.
       train_config: a :class:`vidcorr.model.config.TrainConfig` (``loss``, ``gradient_weight``,
-        ``census_weight``, ``frame_weight``, ``symmetry_weight``).
+        ``census_weight``, ``frame_weight``, ``symmetry_weight``, ``smooth_weight``).
       blends: each frame's own blend ``[B, H, W, 2, 3]``; needed when ``frame_weight`` > 0.
       offsets: each frame's kernel centroid ``[B, H, W, 2, 2]``; needed when
-        ``symmetry_weight`` > 0.
+        ``symmetry_weight`` or ``smooth_weight`` > 0.
       masses: each frame's share of the blend ``[B, H, W, 2]`` (no gradient); needed when
         ``frame_mass`` is set.
 
@@ -254,6 +300,11 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
         if offsets is None:
             raise ValueError("train.symmetry_weight needs the kernels' offsets (a kernel head)")
         loss += train_config.symmetry_weight * symmetry_loss(offsets)
+    if train_config.smooth_weight > 0:
+        if offsets is None:
+            raise ValueError("train.smooth_weight needs the kernels' offsets (a kernel head)")
+        loss += train_config.smooth_weight * smoothness_loss(offsets, target,
+                                                             train_config.smooth_edge)
     return loss
 
 
@@ -266,6 +317,9 @@ def training_loss_numpy(prediction, target, train_config, blends=None, offsets=N
             blends, target, train_config, masses if train_config.frame_mass else None)
     if train_config.symmetry_weight > 0:
         loss += train_config.symmetry_weight * symmetry_loss_numpy(offsets)
+    if train_config.smooth_weight > 0:
+        loss += train_config.smooth_weight * smoothness_loss_numpy(offsets, target,
+                                                                   train_config.smooth_edge)
     return loss
 
 

@@ -51,7 +51,8 @@ def kernel_terms(endpoints, config):
       config: the :class:`vidcorr.model.config.Config`.
     """
     k, train, terms = config.model.kernel_size, config.train, {}
-    if not k or (train.frame_weight <= 0 and train.symmetry_weight <= 0):
+    if not k or (train.frame_weight <= 0 and train.symmetry_weight <= 0
+                 and train.smooth_weight <= 0):
         return terms
     top, left, height, width = endpoints["crop"]
     logits = endpoints["logits"][:, top:top + height, left:left + width]  # [B, h, w, 2K^2]
@@ -60,7 +61,7 @@ def kernel_terms(endpoints, config):
         terms["blends"] = blends[:, top:top + height, left:left + width]  # [B, h, w, 2, 3]
         if train.frame_mass:  # a weight, not a target: no gradient through the shares
             terms["masses"] = tf.stop_gradient(kernels.frame_masses(logits, k))  # [B, h, w, 2]
-    if train.symmetry_weight > 0:
+    if train.symmetry_weight > 0 or train.smooth_weight > 0:
         terms["offsets"] = kernels.frame_offsets(logits, k)  # [B, h, w, 2, 2]
     return terms
 
