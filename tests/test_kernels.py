@@ -71,6 +71,12 @@ def test_frame_blends_and_offsets_equal_numpy(sess):
     logits[..., :25] -= 30.0
     blends = sess.run(frame_blends(tf.constant(frames), tf.constant(logits), 5))
     np.testing.assert_allclose(blends, _frame_blends_numpy(frames, logits, 5)[0], atol=1e-5)
+    # At a temperature, each frame's softmax is of the logits divided by it.
+    blends, offsets = sess.run([frame_blends(tf.constant(frames), tf.constant(logits), 5, 2.5),
+                                frame_offsets(tf.constant(logits), 5, 2.5)])
+    want_blends, want_offsets = _frame_blends_numpy(frames, logits / 2.5, 5)
+    np.testing.assert_allclose(blends, want_blends, atol=1e-5)
+    np.testing.assert_allclose(offsets, want_offsets, atol=1e-5)
 
 
 def test_frame_blend_of_a_plane_is_the_plane_at_the_centroid(sess):

@@ -104,7 +104,7 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
         "model": {"width": 0.125, "kernel_size": 3, "output_kernel": 1},
         "data": {"synthetic": True},
         "train": {"census_weight": 0.2, "frame_weight": 0.5, "symmetry_weight": 0.1,
-                  "frame_mass": True, "smooth_weight": 0.3}})
+                  "frame_mass": True, "smooth_weight": 0.3, "frame_temperature": 2.0}})
     frames = rng.rand(2, 40, 48, 6).astype(np.float32)
     target = rng.rand(2, 40, 48, 3).astype(np.float32)
     with tf.variable_scope("kt"):
@@ -120,9 +120,9 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     got, p, logits, padded = sess.run([loss, pred, ends["logits"], ends["padded"]])
     top, left, h, w = ends["crop"]
     assert (top, left, h, w) == (12, 8, 40, 48) and logits.shape[1:3] == (64, 64)
-    blends, offsets = _frame_blends_numpy(padded, logits, 3)
+    blends, offsets = _frame_blends_numpy(padded, logits / 2.0, 3)  # at frame_temperature
     blends, offsets = blends[:, top:top + h, left:left + w], offsets[:, top:top + h, left:left + w]
-    e = np.exp(logits - logits.max(-1, keepdims=True))
+    e = np.exp(logits - logits.max(-1, keepdims=True))  # shares at temperature 1
     shares = e / e.sum(-1, keepdims=True)  # [B, H', W', 18]: frame t's 9 taps, then t+2's
     masses = np.stack([shares[..., :9].sum(-1), shares[..., 9:].sum(-1)], -1)
     masses = masses[:, top:top + h, left:left + w]
@@ -131,7 +131,8 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     np.testing.assert_allclose(got, want, rtol=1e-4)
     assert kernel_terms(ends, config.replace(train={"frame_weight": 0.0, "frame_mass": False,
                                                     "symmetry_weight": 0.0,
-                                                    "smooth_weight": 0.0})) == {}
+                                                    "smooth_weight": 0.0,
+                                                    "frame_temperature": 1.0})) == {}
 
 
 def test_kernel_terms_need_a_kernel_head():
@@ -141,6 +142,13 @@ def test_kernel_terms_need_a_kernel_head():
             config_from_dict({"data": {"synthetic": True}, "train": {key: 0.5}})
     with pytest.raises(UserError, match="train.frame_mass: .*train.frame_weight > 0"):
         config_from_dict({"data": {"synthetic": True}, "train": {"frame_mass": True}})
+    kernel_head = {"kernel_size": 3, "output_kernel": 1}
+    with pytest.raises(UserError, match="train.frame_temperature: .*smooth_weight > 0"):
+        config_from_dict({"data": {"synthetic": True}, "model": kernel_head,
+                          "train": {"frame_temperature": 2.0}})
+    with pytest.raises(UserError, match="train.frame_temperature: must be from 0.1 to 10"):
+        config_from_dict({"data": {"synthetic": True}, "model": kernel_head,
+                          "train": {"frame_temperature": 0.0, "frame_weight": 1.0}})
 
 
 def test_num_devices_must_divide_the_batch(tmp_path):

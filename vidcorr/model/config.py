@@ -100,6 +100,7 @@ class TrainConfig:
     census_weight: float = 0.0
     frame_weight: float = 0.0
     frame_mass: bool = False
+    frame_temperature: float = 1.0
     symmetry_weight: float = 0.0
     smooth_weight: float = 0.0
     smooth_edge: float = 10.0
@@ -134,6 +135,8 @@ class TrainConfig:
         for key in ("checkpoint_every", "keep_checkpoints", "summary_every", "validate_every"):
             _check(getattr(self, key) >= 1, "train." + key, "must be at least 1")
         _check(self.threads >= 0, "train.threads", "must be >= 0 (0: TensorFlow decides)")
+        _check(0.1 <= self.frame_temperature <= 10, "train.frame_temperature",
+               "must be from 0.1 to 10 (1: the network's own weights)")
         _check(0 <= self.smooth_edge <= 1000, "train.smooth_edge",
                "must be from 0 (plain smoothness) to 1000")
         _check(bool(self.run_dir), "train.run_dir", "must not be empty")
@@ -256,6 +259,11 @@ def config_from_dict(data, origin="config"):
                 kwargs[key] = _section(cls, key, {})
         _check(not kwargs["train"].frame_mass or kwargs["train"].frame_weight > 0,
                "train.frame_mass", "weighs the frame term: needs train.frame_weight > 0")
+        _check(kwargs["train"].frame_temperature == 1.0 or any(
+            getattr(kwargs["train"], key) > 0
+            for key in ("frame_weight", "symmetry_weight", "smooth_weight")),
+               "train.frame_temperature", "acts on the kernel terms: needs train.frame_weight, "
+               "symmetry_weight or smooth_weight > 0")
         for key in ("frame_weight", "symmetry_weight", "smooth_weight"):
             _check(getattr(kwargs["train"], key) == 0 or kwargs["model"].kernel_size > 0,
                    "train." + key, "acts on the kernel head's weights: needs model.kernel_size > 0")

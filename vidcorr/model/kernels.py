@@ -94,13 +94,16 @@ def apply_kernels(frames, logits, kernel_size):
     return tf.reduce_sum(_patches(frames, kernel_size) * weights[..., None], axis=[3, 4])
 
 
-def frame_weights(logits, kernel_size):
+def frame_weights(logits, kernel_size, temperature=1.0):
     """Each frame's own softmax over its ``K^2`` taps: ``[B, H, W, K^2, 2]``.
 
     These are the blend weights of one frame divided by that frame's share of the
     weight (``w_(j, tap) / sum_tap w_(j, tap)``), computed from the frame's logits alone
-    so that a frame with almost no weight still has well-defined, stable weights.
+    so that a frame with almost no weight still has well-defined, stable weights;
+    ``temperature`` divides the logits first (the blend-weight read-out's softmax).
     """
+    if temperature != 1.0:
+        logits = logits / temperature
     return tf.nn.softmax(_per_tap(logits, kernel_size), axis=3)  # [B, H, W, K^2, 2]
 
 
@@ -109,7 +112,7 @@ def frame_masses(logits, kernel_size):
     return tf.reduce_sum(_per_tap(tf.nn.softmax(logits, axis=-1), kernel_size), axis=3)
 
 
-def frame_blends(frames, logits, kernel_size):
+def frame_blends(frames, logits, kernel_size, temperature=1.0):
     """Each frame's own blend: frame j's taps under :func:`frame_weights`.
 
     Where the blend of both frames can be right to first order with the two frames'
@@ -121,19 +124,20 @@ def frame_blends(frames, logits, kernel_size):
       frames: ``[B, H, W, 6]`` in [0, 1].
       logits: ``[B, H, W, 2K^2]``.
       kernel_size: K.
+      temperature: of each frame's softmax (1: the network's own weights).
 
     Returns:
       ``[B, H, W, 2, 3]``: frame t's blend, then frame t+2's.
     """
-    weights = frame_weights(logits, kernel_size)  # [B, H, W, K^2, 2]
+    weights = frame_weights(logits, kernel_size, temperature)  # [B, H, W, K^2, 2]
     return tf.reduce_sum(_patches(frames, kernel_size) * weights[..., None], axis=3)
 
 
-def frame_offsets(logits, kernel_size):
+def frame_offsets(logits, kernel_size, temperature=1.0):
     """Each frame's weight centroid relative to the pixel, ``(dx, dy)``: ``[B, H, W, 2, 2]``
-    (frame t, then t+2). The blend-weight read-out's ``centroid`` statistic, before any
-    temperature."""
-    weights = frame_weights(logits, kernel_size)  # [B, H, W, K^2, 2]
+    (frame t, then t+2). The blend-weight read-out's ``centroid`` statistic at this
+    softmax ``temperature``."""
+    weights = frame_weights(logits, kernel_size, temperature)  # [B, H, W, K^2, 2]
     grid = tf.constant(tap_grid(kernel_size))  # [K^2, 2]
     return tf.reduce_sum(weights[..., None] * grid[:, None, :], axis=3)  # [B, H, W, 2, 2]
 

@@ -44,25 +44,28 @@ def _placer(device):
 def kernel_terms(endpoints, config):
     """The kernel head's per-frame blends, offsets and masses the config's loss needs,
     cropped to the input size: ``{'blends': [B, h, w, 2, 3], 'offsets': [B, h, w, 2, 2],
-    'masses': [B, h, w, 2]}`` (only those the config's terms use).
+    'masses': [B, h, w, 2]}`` (only those the config's terms use). Blends and offsets
+    are under each frame's softmax at ``train.frame_temperature``; the masses, shares
+    of the network's own blend, at temperature 1.
 
     Args:
       endpoints: the endpoints :func:`vidcorr.model.network.mind` filled.
       config: the :class:`vidcorr.model.config.Config`.
     """
     k, train, terms = config.model.kernel_size, config.train, {}
+    temperature = train.frame_temperature
     if not k or (train.frame_weight <= 0 and train.symmetry_weight <= 0
                  and train.smooth_weight <= 0):
         return terms
     top, left, height, width = endpoints["crop"]
     logits = endpoints["logits"][:, top:top + height, left:left + width]  # [B, h, w, 2K^2]
     if train.frame_weight > 0:
-        blends = kernels.frame_blends(endpoints["padded"], endpoints["logits"], k)
+        blends = kernels.frame_blends(endpoints["padded"], endpoints["logits"], k, temperature)
         terms["blends"] = blends[:, top:top + height, left:left + width]  # [B, h, w, 2, 3]
         if train.frame_mass:  # a weight, not a target: no gradient through the shares
             terms["masses"] = tf.stop_gradient(kernels.frame_masses(logits, k))  # [B, h, w, 2]
     if train.symmetry_weight > 0 or train.smooth_weight > 0:
-        terms["offsets"] = kernels.frame_offsets(logits, k)  # [B, h, w, 2, 2]
+        terms["offsets"] = kernels.frame_offsets(logits, k, temperature)  # [B, h, w, 2, 2]
     return terms
 
 
