@@ -75,3 +75,8 @@ def test_shipped_configs_are_valid():
     assert weights["r0_l1.json"] == (0.0, 0.0) and weights["r4_grad_census.json"] == (1.0, 0.2)
     frames = load_config(os.path.join(ROOT, "configs", "ranking", "r5_frames.json")).train
     assert (frames.census_weight, frames.frame_weight, frames.symmetry_weight) == (0.2, 0.5, 0.0)
+    # the candidate's recipe, as docs/default_model.md describes it
+    smooth = load_config(os.path.join(ROOT, "configs", "ranking",
+                                      "r16_frames2_mass_t2_smooth.json")).train
+    assert (smooth.census_weight, smooth.frame_weight, smooth.frame_mass, smooth.frame_temperature,
+            smooth.smooth_weight, smooth.steps) == (0.2, 2.0, True, 2.0, 0.03, 800)
