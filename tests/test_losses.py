@@ -192,6 +192,33 @@ def test_training_loss_with_the_kernel_terms(sess, rng):
         training_loss(tf.constant(pred), tf.constant(target), config)
 
 
+def test_training_loss_warp_term_is_the_frame_loss_of_the_warps(sess, rng):
+    """The warp term: each frame's warp against the middle frame, L1 plus census, each
+    pixel of a frame weighted by twice the frame's share there."""
+    from vidcorr.model.config import TrainConfig
+
+    pred = rng.rand(1, 9, 10, 3).astype(np.float32)
+    target = rng.rand(1, 9, 10, 3).astype(np.float32)
+    warps = rng.rand(1, 9, 10, 2, 3).astype(np.float32)
+    masses = rng.dirichlet([1, 1], (1, 9, 10)).astype(np.float32)  # [1, 9, 10, 2]
+    config = TrainConfig(census_weight=0.2, warp_weight=0.6, frame_mass=True)
+    w64, t64, m64 = warps.astype(np.float64), target.astype(np.float64), masses.astype(np.float64)
+    warp_term = 0.0
+    for j in range(2):
+        weight = 2 * m64[..., j]
+        l1 = (np.abs(w64[..., j, :] - t64).mean(-1) * weight).mean()
+        warp_term += 0.5 * (l1 + 0.2 * census_loss_numpy(warps[..., j, :], target, weight))
+    expected = (np.mean(np.abs(pred.astype(np.float64) - t64))
+                + 0.2 * census_loss_numpy(pred, target) + 0.6 * warp_term)
+    np.testing.assert_allclose(training_loss_numpy(pred, target, config, masses=masses,
+                                                   warps=warps), expected, rtol=1e-9)
+    got = sess.run(training_loss(tf.constant(pred), tf.constant(target), config,
+                                 masses=tf.constant(masses), warps=tf.constant(warps)))
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    with pytest.raises(ValueError, match="warp_weight"):
+        training_loss(tf.constant(pred), tf.constant(target), config, masses=tf.constant(masses))
+
+
 def test_weighted_reconstruction_and_gradient_losses_by_loops(sess, rng):
     a = rng.rand(2, 5, 6, 3)
     b = rng.rand(2, 5, 6, 3)

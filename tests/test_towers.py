@@ -92,9 +92,11 @@ def test_two_towers_agree_with_one_device(tmp_path):
 
 
 def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
-    """The loss of a kernel network with the frame and symmetry terms, at a size the
-    network pads (40x48 -> 64x64), against numpy on the network's own logits."""
+    """The loss of a kernel network with the frame, symmetry, smoothness and warp terms,
+    at a size the network pads (40x48 -> 64x64), against numpy on the network's own
+    logits."""
     from tests.test_kernels import _frame_blends_numpy
+    from tests.test_warping import _sample_scipy
     from vidcorr.model import network
     from vidcorr.model.config import config_from_dict
     from vidcorr.model.losses import training_loss, training_loss_numpy
@@ -104,7 +106,8 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
         "model": {"width": 0.125, "kernel_size": 3, "output_kernel": 1},
         "data": {"synthetic": True},
         "train": {"census_weight": 0.2, "frame_weight": 0.5, "symmetry_weight": 0.1,
-                  "frame_mass": True, "smooth_weight": 0.3, "frame_temperature": 2.0}})
+                  "frame_mass": True, "smooth_weight": 0.3, "frame_temperature": 2.0,
+                  "warp_weight": 0.7}})
     frames = rng.rand(2, 40, 48, 6).astype(np.float32)
     target = rng.rand(2, 40, 48, 3).astype(np.float32)
     with tf.variable_scope("kt"):
@@ -127,23 +130,27 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     masses = np.stack([shares[..., :9].sum(-1), shares[..., 9:].sum(-1)], -1)
     masses = masses[:, top:top + h, left:left + w]
     assert np.ptp(masses) > 0.01  # the test's logits give the frames unequal shares
-    want = training_loss_numpy(p, target, config.train, blends, offsets, masses)
+    rows, cols = np.mgrid[top:top + h, left:left + w].astype(np.float64)
+    warps = np.stack([_sample_scipy(padded[..., 3 * j:3 * j + 3], cols + offsets[..., j, 0],
+                                    rows + offsets[..., j, 1]) for j in range(2)], axis=3)
+    assert np.abs(offsets).max() > 0.2  # the warps move by a good part of a pixel
+    want = training_loss_numpy(p, target, config.train, blends, offsets, masses, warps)
     np.testing.assert_allclose(got, want, rtol=1e-4)
     assert kernel_terms(ends, config.replace(train={"frame_weight": 0.0, "frame_mass": False,
                                                     "symmetry_weight": 0.0,
-                                                    "smooth_weight": 0.0,
+                                                    "smooth_weight": 0.0, "warp_weight": 0.0,
                                                     "frame_temperature": 1.0})) == {}
 
 
 def test_kernel_terms_need_a_kernel_head():
     from vidcorr.model.config import config_from_dict
-    for key in ("frame_weight", "symmetry_weight", "smooth_weight"):
+    for key in ("frame_weight", "symmetry_weight", "smooth_weight", "warp_weight"):
         with pytest.raises(UserError, match="train.%s: .*model.kernel_size" % key):
             config_from_dict({"data": {"synthetic": True}, "train": {key: 0.5}})
-    with pytest.raises(UserError, match="train.frame_mass: .*train.frame_weight > 0"):
+    with pytest.raises(UserError, match="train.frame_mass: .*train.frame_weight or warp_weight > 0"):
         config_from_dict({"data": {"synthetic": True}, "train": {"frame_mass": True}})
     kernel_head = {"kernel_size": 3, "output_kernel": 1}
-    with pytest.raises(UserError, match="train.frame_temperature: .*smooth_weight > 0"):
+    with pytest.raises(UserError, match="train.frame_temperature: .*smooth_weight or warp_weight > 0"):
         config_from_dict({"data": {"synthetic": True}, "model": kernel_head,
                           "train": {"frame_temperature": 2.0}})
     with pytest.raises(UserError, match="train.frame_temperature: must be from 0.1 to 10"):

@@ -182,7 +182,8 @@ def test_script_bad_config_prints_one_line(tmp_path):
                           "lr_decay_steps", "lr_decay_rate", "min_lr_ratio", "loss",
                           "gradient_weight", "census_weight", "frame_weight", "frame_mass",
                           "frame_temperature",
-                          "symmetry_weight", "smooth_weight", "smooth_edge", "checkpoint_every",
+                          "symmetry_weight", "smooth_weight", "smooth_edge", "warp_weight",
+                          "checkpoint_every",
                           "keep_checkpoints", "summary_every",
                           "validate_every", "init_from", "threads", "num_devices", "seed"]))]
     assert "Traceback" not in proc.stderr

@@ -17,7 +17,10 @@ from vidcorr.errors import UserError
 from vidcorr.model.spec import LOSSES, NUM_BITS_RANGE, NetworkSpec
 
 __all__ = ["ModelConfig", "DataConfig", "TrainConfig", "Config", "load_config",
-           "config_from_dict"]
+           "config_from_dict", "KERNEL_TERMS"]
+
+# The train terms that act on the kernel head's weights.
+KERNEL_TERMS = ("frame_weight", "symmetry_weight", "smooth_weight", "warp_weight")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +107,7 @@ class TrainConfig:
     symmetry_weight: float = 0.0
     smooth_weight: float = 0.0
     smooth_edge: float = 10.0
+    warp_weight: float = 0.0
     checkpoint_every: int = 1000
     keep_checkpoints: int = 5
     summary_every: int = 100
@@ -129,7 +133,7 @@ class TrainConfig:
         _check(self.loss in LOSSES, "train.loss",
                "must be one of %s" % ", ".join(repr(n) for n in LOSSES))
         for key in ("gradient_weight", "census_weight", "frame_weight", "symmetry_weight",
-                    "smooth_weight"):
+                    "smooth_weight", "warp_weight"):
             _check(0 <= getattr(self, key) <= 100, "train." + key,
                    "must be from 0 (off) to 100")
         for key in ("checkpoint_every", "keep_checkpoints", "summary_every", "validate_every"):
@@ -257,14 +261,14 @@ def config_from_dict(data, origin="config"):
         for key, cls in sections.items():
             if key not in kwargs:
                 kwargs[key] = _section(cls, key, {})
-        _check(not kwargs["train"].frame_mass or kwargs["train"].frame_weight > 0,
-               "train.frame_mass", "weighs the frame term: needs train.frame_weight > 0")
+        _check(not kwargs["train"].frame_mass or kwargs["train"].frame_weight > 0
+               or kwargs["train"].warp_weight > 0, "train.frame_mass",
+               "weighs the frame and warp terms: needs train.frame_weight or warp_weight > 0")
         _check(kwargs["train"].frame_temperature == 1.0 or any(
-            getattr(kwargs["train"], key) > 0
-            for key in ("frame_weight", "symmetry_weight", "smooth_weight")),
+            getattr(kwargs["train"], key) > 0 for key in KERNEL_TERMS),
                "train.frame_temperature", "acts on the kernel terms: needs train.frame_weight, "
-               "symmetry_weight or smooth_weight > 0")
-        for key in ("frame_weight", "symmetry_weight", "smooth_weight"):
+               "symmetry_weight, smooth_weight or warp_weight > 0")
+        for key in KERNEL_TERMS:
             _check(getattr(kwargs["train"], key) == 0 or kwargs["model"].kernel_size > 0,
                    "train." + key, "acts on the kernel head's weights: needs model.kernel_size > 0")
         return Config(**kwargs)

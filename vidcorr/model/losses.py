@@ -268,19 +268,24 @@ def smoothness_loss_numpy(offsets, image, edge):
     return 0.5 * total
 
 
-def training_loss(prediction, target, train_config, blends=None, offsets=None, masses=None):
+def training_loss(prediction, target, train_config, blends=None, offsets=None, masses=None,
+                  warps=None):
     """The loss a training config asks for: reconstruction plus the weighted terms.
 
     Args:
       prediction: predicted middle frames, ``[B, H, W, 3]``.
       target: true middle frames, ``[B, H, W, 3]``.
       train_config: a :class:`vidcorr.model.config.TrainConfig` (``loss``, ``gradient_weight``,
-        ``census_weight``, ``frame_weight``, ``symmetry_weight``, ``smooth_weight``).
+        ``census_weight``, ``frame_weight``, ``symmetry_weight``, ``smooth_weight``,
+        ``warp_weight``).
       blends: each frame's own blend ``[B, H, W, 2, 3]``; needed when ``frame_weight`` > 0.
       offsets: each frame's kernel centroid ``[B, H, W, 2, 2]``; needed when
         ``symmetry_weight`` or ``smooth_weight`` > 0.
       masses: each frame's share of the blend ``[B, H, W, 2]`` (no gradient); needed when
-        ``frame_mass`` is set.
+        ``frame_mass`` is set. It weighs the frame and the warp terms.
+      warps: each frame warped by its own kernel centroid ``[B, H, W, 2, 3]``
+        (:func:`vidcorr.model.warping.warp_frames`); needed when ``warp_weight`` > 0.
+        Its term is :func:`frame_loss` of the warped frames.
 
     Returns:
       A scalar tensor.
@@ -305,11 +310,18 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
             raise ValueError("train.smooth_weight needs the kernels' offsets (a kernel head)")
         loss += train_config.smooth_weight * smoothness_loss(offsets, target,
                                                              train_config.smooth_edge)
+    if train_config.warp_weight > 0:
+        if warps is None:
+            raise ValueError("train.warp_weight needs the frames warped by the kernels' offsets")
+        if train_config.frame_mass and masses is None:
+            raise ValueError("train.frame_mass needs each frame's share of the blend")
+        loss += train_config.warp_weight * frame_loss(
+            warps, target, train_config, masses if train_config.frame_mass else None)
     return loss
 
 
 def training_loss_numpy(prediction, target, train_config, blends=None, offsets=None,
-                        masses=None):
+                        masses=None, warps=None):
     """:func:`training_loss` on numpy arrays, as a float."""
     loss = _image_loss_numpy(prediction, target, train_config)
     if train_config.frame_weight > 0:
@@ -320,6 +332,9 @@ def training_loss_numpy(prediction, target, train_config, blends=None, offsets=N
     if train_config.smooth_weight > 0:
         loss += train_config.smooth_weight * smoothness_loss_numpy(offsets, target,
                                                                    train_config.smooth_edge)
+    if train_config.warp_weight > 0:
+        loss += train_config.warp_weight * frame_loss_numpy(
+            warps, target, train_config, masses if train_config.frame_mass else None)
     return loss
 
 

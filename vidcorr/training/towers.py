@@ -23,6 +23,8 @@ import contextlib
 
 from vidcorr.compat import tf, tower_devices
 from vidcorr.model import kernels
+from vidcorr.model.config import KERNEL_TERMS
+from vidcorr.model.warping import warp_frames
 from vidcorr.model.losses import training_loss
 from vidcorr.model.network import mind
 from vidcorr.model.spec import MODEL_SCOPE
@@ -42,11 +44,13 @@ def _placer(device):
 
 
 def kernel_terms(endpoints, config):
-    """The kernel head's per-frame blends, offsets and masses the config's loss needs,
-    cropped to the input size: ``{'blends': [B, h, w, 2, 3], 'offsets': [B, h, w, 2, 2],
-    'masses': [B, h, w, 2]}`` (only those the config's terms use). Blends and offsets
-    are under each frame's softmax at ``train.frame_temperature``; the masses, shares
-    of the network's own blend, at temperature 1.
+    """The kernel head's per-frame blends, offsets, masses and warps the config's loss
+    needs, cropped to the input size: ``{'blends': [B, h, w, 2, 3], 'offsets':
+    [B, h, w, 2, 2], 'masses': [B, h, w, 2], 'warps': [B, h, w, 2, 3]}`` (only those the
+    config's terms use). Blends and offsets are under each frame's softmax at
+    ``train.frame_temperature``; the masses, shares of the network's own blend, at
+    temperature 1; the warps are the padded input frames sampled at each pixel plus
+    its offsets (so a centroid may reach outside the crop).
 
     Args:
       endpoints: the endpoints :func:`vidcorr.model.network.mind` filled.
@@ -54,18 +58,19 @@ def kernel_terms(endpoints, config):
     """
     k, train, terms = config.model.kernel_size, config.train, {}
     temperature = train.frame_temperature
-    if not k or (train.frame_weight <= 0 and train.symmetry_weight <= 0
-                 and train.smooth_weight <= 0):
+    if not k or not any(getattr(train, key) > 0 for key in KERNEL_TERMS):
         return terms
     top, left, height, width = endpoints["crop"]
     logits = endpoints["logits"][:, top:top + height, left:left + width]  # [B, h, w, 2K^2]
+    if train.frame_mass:  # weighs the frame and warp terms; no gradient through the shares
+        terms["masses"] = tf.stop_gradient(kernels.frame_masses(logits, k))  # [B, h, w, 2]
     if train.frame_weight > 0:
         blends = kernels.frame_blends(endpoints["padded"], endpoints["logits"], k, temperature)
         terms["blends"] = blends[:, top:top + height, left:left + width]  # [B, h, w, 2, 3]
-        if train.frame_mass:  # a weight, not a target: no gradient through the shares
-            terms["masses"] = tf.stop_gradient(kernels.frame_masses(logits, k))  # [B, h, w, 2]
-    if train.symmetry_weight > 0 or train.smooth_weight > 0:
+    if train.symmetry_weight > 0 or train.smooth_weight > 0 or train.warp_weight > 0:
         terms["offsets"] = kernels.frame_offsets(logits, k, temperature)  # [B, h, w, 2, 2]
+    if train.warp_weight > 0:
+        terms["warps"] = warp_frames(endpoints["padded"], terms["offsets"], top, left)
     return terms
 
 
