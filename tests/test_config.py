@@ -80,3 +80,6 @@ def test_shipped_configs_are_valid():
                                       "r16_frames2_mass_t2_smooth.json")).train
     assert (smooth.census_weight, smooth.frame_weight, smooth.frame_mass, smooth.frame_temperature,
             smooth.smooth_weight, smooth.steps) == (0.2, 2.0, True, 2.0, 0.03, 800)
+    warp = load_config(os.path.join(ROOT, "configs", "ranking", "r21_r16_warp3.json")).train
+    assert dataclasses.replace(warp, warp_weight=0.0, run_dir=smooth.run_dir) == smooth
+    assert warp.warp_weight == 3.0 and warp.init_from == "vidcorr/models/previous_default"
