@@ -294,13 +294,18 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
       ValueError: if a weighted term's input is missing.
     """
     loss = _image_loss(prediction, target, train_config)
-    if train_config.frame_weight > 0:
-        if blends is None:
-            raise ValueError("train.frame_weight needs each frame's blend (a kernel head)")
-        if train_config.frame_mass and masses is None:
-            raise ValueError("train.frame_mass needs each frame's share of the blend")
-        loss += train_config.frame_weight * frame_loss(
-            blends, target, train_config, masses if train_config.frame_mass else None)
+    shares = masses if train_config.frame_mass else None
+    if train_config.frame_mass and masses is None and (
+            train_config.frame_weight > 0 or train_config.warp_weight > 0):
+        raise ValueError("train.frame_mass needs each frame's share of the blend")
+    # the frame and warp terms: the image loss of each frame's own blend / own warp
+    for key, images, needs in (("frame_weight", blends, "each frame's blend (a kernel head)"),
+                               ("warp_weight", warps,
+                                "the frames warped by the kernels' offsets")):
+        if getattr(train_config, key) > 0:
+            if images is None:
+                raise ValueError("train.%s needs %s" % (key, needs))
+            loss += getattr(train_config, key) * frame_loss(images, target, train_config, shares)
     if train_config.symmetry_weight > 0:
         if offsets is None:
             raise ValueError("train.symmetry_weight needs the kernels' offsets (a kernel head)")
@@ -310,13 +315,6 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
             raise ValueError("train.smooth_weight needs the kernels' offsets (a kernel head)")
         loss += train_config.smooth_weight * smoothness_loss(offsets, target,
                                                              train_config.smooth_edge)
-    if train_config.warp_weight > 0:
-        if warps is None:
-            raise ValueError("train.warp_weight needs the frames warped by the kernels' offsets")
-        if train_config.frame_mass and masses is None:
-            raise ValueError("train.frame_mass needs each frame's share of the blend")
-        loss += train_config.warp_weight * frame_loss(
-            warps, target, train_config, masses if train_config.frame_mass else None)
     return loss
 
 
@@ -324,17 +322,16 @@ def training_loss_numpy(prediction, target, train_config, blends=None, offsets=N
                         masses=None, warps=None):
     """:func:`training_loss` on numpy arrays, as a float."""
     loss = _image_loss_numpy(prediction, target, train_config)
-    if train_config.frame_weight > 0:
-        loss += train_config.frame_weight * frame_loss_numpy(
-            blends, target, train_config, masses if train_config.frame_mass else None)
+    shares = masses if train_config.frame_mass else None
+    for key, images in (("frame_weight", blends), ("warp_weight", warps)):
+        if getattr(train_config, key) > 0:
+            loss += getattr(train_config, key) * frame_loss_numpy(images, target, train_config,
+                                                                  shares)
     if train_config.symmetry_weight > 0:
         loss += train_config.symmetry_weight * symmetry_loss_numpy(offsets)
     if train_config.smooth_weight > 0:
         loss += train_config.smooth_weight * smoothness_loss_numpy(offsets, target,
                                                                    train_config.smooth_edge)
-    if train_config.warp_weight > 0:
-        loss += train_config.warp_weight * frame_loss_numpy(
-            warps, target, train_config, masses if train_config.frame_mass else None)
     return loss
 
 
