@@ -83,3 +83,7 @@ def test_shipped_configs_are_valid():
     warp = load_config(os.path.join(ROOT, "configs", "ranking", "r21_r16_warp3.json")).train
     assert dataclasses.replace(warp, warp_weight=0.0, run_dir=smooth.run_dir) == smooth
     assert warp.warp_weight == 3.0 and warp.init_from == "vidcorr/models/previous_default"
+    # the default's recipe: r21's terms for 1600 steps from the previous default
+    sharp = load_config(os.path.join(ROOT, "configs", "cpu_sharp.json")).train
+    assert dataclasses.replace(sharp, steps=800, run_dir=warp.run_dir) == warp
+    assert sharp.steps == 1600 and sharp.run_dir == "runs/cpu_sharp"
