@@ -87,3 +87,10 @@ def test_shipped_configs_are_valid():
     sharp = load_config(os.path.join(ROOT, "configs", "cpu_sharp.json")).train
     assert dataclasses.replace(sharp, steps=800, run_dir=warp.run_dir) == warp
     assert sharp.steps == 1600 and sharp.run_dir == "runs/cpu_sharp"
+    # its quantized fine-tune keeps the loss terms
+    quantized = load_config(os.path.join(ROOT, "configs", "finetune_quantized.json"))
+    assert quantized.model.quantize and quantized.model.num_bits == 8
+    assert dataclasses.replace(quantized.train, steps=1600, learning_rate=1e-4,
+                               validate_every=sharp.validate_every, init_from=sharp.init_from,
+                               run_dir=sharp.run_dir) == sharp
+    assert quantized.train.init_from == "runs/cpu_sharp"
