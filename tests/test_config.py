@@ -93,4 +93,4 @@ def test_shipped_configs_are_valid():
     assert dataclasses.replace(quantized.train, steps=1600, learning_rate=1e-4,
                                validate_every=sharp.validate_every, init_from=sharp.init_from,
                                run_dir=sharp.run_dir) == sharp
-    assert quantized.train.init_from == "runs/cpu_sharp"
+    assert quantized.train.init_from == "vidcorr/models/default"  # cpu_sharp, exported

@@ -299,13 +299,15 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
             train_config.frame_weight > 0 or train_config.warp_weight > 0):
         raise ValueError("train.frame_mass needs each frame's share of the blend")
     # the frame and warp terms: the image loss of each frame's own blend / own warp
-    for key, images, needs in (("frame_weight", blends, "each frame's blend (a kernel head)"),
-                               ("warp_weight", warps,
-                                "the frames warped by the kernels' offsets")):
-        if getattr(train_config, key) > 0:
+    for weight, images, needs in (
+            (train_config.frame_weight, blends,
+             "frame_weight needs each frame's blend (a kernel head)"),
+            (train_config.warp_weight, warps,
+             "warp_weight needs the frames warped by the kernels' offsets")):
+        if weight > 0:
             if images is None:
-                raise ValueError("train.%s needs %s" % (key, needs))
-            loss += getattr(train_config, key) * frame_loss(images, target, train_config, shares)
+                raise ValueError("train." + needs)
+            loss += weight * frame_loss(images, target, train_config, shares)
     if train_config.symmetry_weight > 0:
         if offsets is None:
             raise ValueError("train.symmetry_weight needs the kernels' offsets (a kernel head)")
@@ -323,10 +325,9 @@ def training_loss_numpy(prediction, target, train_config, blends=None, offsets=N
     """:func:`training_loss` on numpy arrays, as a float."""
     loss = _image_loss_numpy(prediction, target, train_config)
     shares = masses if train_config.frame_mass else None
-    for key, images in (("frame_weight", blends), ("warp_weight", warps)):
-        if getattr(train_config, key) > 0:
-            loss += getattr(train_config, key) * frame_loss_numpy(images, target, train_config,
-                                                                  shares)
+    for weight, images in ((train_config.frame_weight, blends), (train_config.warp_weight, warps)):
+        if weight > 0:
+            loss += weight * frame_loss_numpy(images, target, train_config, shares)
     if train_config.symmetry_weight > 0:
         loss += train_config.symmetry_weight * symmetry_loss_numpy(offsets)
     if train_config.smooth_weight > 0:
