@@ -87,10 +87,20 @@ def test_shipped_configs_are_valid():
     sharp = load_config(os.path.join(ROOT, "configs", "cpu_sharp.json")).train
     assert dataclasses.replace(sharp, steps=800, run_dir=warp.run_dir) == warp
     assert sharp.steps == 1600 and sharp.run_dir == "runs/cpu_sharp"
-    # its quantized fine-tune keeps the loss terms
+    # the default's second stage: from the first (exported to vidcorr/models/sharp_stage1),
+    # census, the frame term at temperature 1 and smoothness, no warp term, 600 steps at 3e-5
+    polish = load_config(os.path.join(ROOT, "configs", "cpu_sharp_polish.json")).train
+    r28 = load_config(os.path.join(ROOT, "configs", "ranking", "r28_polish_r13.json")).train
+    assert dataclasses.replace(polish, run_dir=r28.run_dir) == r28
+    assert polish.init_from == "vidcorr/models/sharp_stage1"
+    assert polish.run_dir == "runs/cpu_sharp_polish"
+    assert (polish.census_weight, polish.frame_weight, polish.frame_mass, polish.frame_temperature,
+            polish.smooth_weight, polish.warp_weight, polish.steps, polish.learning_rate) == (
+                0.2, 2.0, True, 1.0, 0.03, 0.0, 600, 3e-5)
+    # its quantized fine-tune keeps the second stage's loss terms
     quantized = load_config(os.path.join(ROOT, "configs", "finetune_quantized.json"))
     assert quantized.model.quantize and quantized.model.num_bits == 8
-    assert dataclasses.replace(quantized.train, steps=1600, learning_rate=1e-4,
-                               validate_every=sharp.validate_every, init_from=sharp.init_from,
-                               run_dir=sharp.run_dir) == sharp
-    assert quantized.train.init_from == "vidcorr/models/default"  # cpu_sharp, exported
+    assert dataclasses.replace(quantized.train, steps=600, learning_rate=3e-5,
+                               validate_every=polish.validate_every, init_from=polish.init_from,
+                               run_dir=polish.run_dir) == polish
+    assert quantized.train.init_from == "vidcorr/models/default"  # cpu_sharp_polish, exported

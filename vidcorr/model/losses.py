@@ -18,6 +18,11 @@ With the adaptive-kernel head two more terms act on the kernels themselves (no f
   occluded) the other is not pulled towards a wrong place.
 * ``symmetry``: where motion is steady the two frames' offsets are opposite; the mean
   over pixels of ``|dx_t + dx_t2| + |dy_t + dy_t2|`` (pixels) pulls them so.
+* ``smooth``: edge-aware first-order smoothness of the two frames' offsets
+  (:func:`smoothness_loss`).
+* ``warp``: the frame term's loss on each frame warped by its own kernel centroid
+  (:func:`vidcorr.model.warping.warp_frames`), so each centroid must be the motion itself,
+  not only a blend that reconstructs the middle frame.
 """
 
 import numpy as np
