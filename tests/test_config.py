@@ -59,6 +59,11 @@ def test_load_config_errors(tmp_path):
         load_config(str(bad))
 
 
+def _shipped(*path):
+    """The shipped config at ``configs/<path>``."""
+    return load_config(os.path.join(ROOT, "configs", *path))
+
+
 def test_shipped_configs_are_valid():
     paths = sorted(glob.glob(os.path.join(ROOT, "configs", "*.json")))
     names = {os.path.basename(p) for p in paths}
@@ -68,29 +73,36 @@ def test_shipped_configs_are_valid():
     assert {"r0_l1.json", "r2_census.json", "r5_frames.json"} <= {os.path.basename(p)
                                                                  for p in ranking}
     for path in paths + ranking:
-        assert isinstance(load_config(path), Config)
-    assert load_config(os.path.join(ROOT, "configs", "finetune_quantized.json")).model.quantize
+        config = load_config(path)
+        assert isinstance(config, Config)
+        # a model folder a config starts from is in the repository (runs/ are made by
+        # another shipped config), so the config runs from a clean checkout
+        if config.train.init_from.startswith("vidcorr/"):
+            assert os.path.isfile(os.path.join(ROOT, config.train.init_from, "checkpoint")), path
+    assert _shipped("finetune_quantized.json").model.quantize
     weights = {os.path.basename(p): (load_config(p).train.gradient_weight,
                                      load_config(p).train.census_weight) for p in ranking}
     assert weights["r0_l1.json"] == (0.0, 0.0) and weights["r4_grad_census.json"] == (1.0, 0.2)
-    frames = load_config(os.path.join(ROOT, "configs", "ranking", "r5_frames.json")).train
+    frames = _shipped("ranking", "r5_frames.json").train
     assert (frames.census_weight, frames.frame_weight, frames.symmetry_weight) == (0.2, 0.5, 0.0)
+
+
+def test_the_default_models_recipe():
     # the candidate's recipe, as docs/default_model.md describes it
-    smooth = load_config(os.path.join(ROOT, "configs", "ranking",
-                                      "r16_frames2_mass_t2_smooth.json")).train
+    smooth = _shipped("ranking", "r16_frames2_mass_t2_smooth.json").train
     assert (smooth.census_weight, smooth.frame_weight, smooth.frame_mass, smooth.frame_temperature,
             smooth.smooth_weight, smooth.steps) == (0.2, 2.0, True, 2.0, 0.03, 800)
-    warp = load_config(os.path.join(ROOT, "configs", "ranking", "r21_r16_warp3.json")).train
+    warp = _shipped("ranking", "r21_r16_warp3.json").train
     assert dataclasses.replace(warp, warp_weight=0.0, run_dir=smooth.run_dir) == smooth
     assert warp.warp_weight == 3.0 and warp.init_from == "vidcorr/models/previous_default"
-    # the default's recipe: r21's terms for 1600 steps from the previous default
-    sharp = load_config(os.path.join(ROOT, "configs", "cpu_sharp.json")).train
+    # the default's first stage: r21's terms for 1600 steps from the previous default
+    sharp = _shipped("cpu_sharp.json").train
     assert dataclasses.replace(sharp, steps=800, run_dir=warp.run_dir) == warp
     assert sharp.steps == 1600 and sharp.run_dir == "runs/cpu_sharp"
-    # the default's second stage: from the first (exported to vidcorr/models/sharp_stage1),
-    # census, the frame term at temperature 1 and smoothness, no warp term, 600 steps at 3e-5
-    polish = load_config(os.path.join(ROOT, "configs", "cpu_sharp_polish.json")).train
-    r28 = load_config(os.path.join(ROOT, "configs", "ranking", "r28_polish_r13.json")).train
+    # the second stage: from the first (exported to vidcorr/models/sharp_stage1), census,
+    # the frame term at temperature 1 and smoothness, no warp term, 600 steps at 3e-5
+    polish = _shipped("cpu_sharp_polish.json").train
+    r28 = _shipped("ranking", "r28_polish_r13.json").train
     assert dataclasses.replace(polish, run_dir=r28.run_dir) == r28
     assert polish.init_from == "vidcorr/models/sharp_stage1"
     assert polish.run_dir == "runs/cpu_sharp_polish"
@@ -98,7 +110,7 @@ def test_shipped_configs_are_valid():
             polish.smooth_weight, polish.warp_weight, polish.steps, polish.learning_rate) == (
                 0.2, 2.0, True, 1.0, 0.03, 0.0, 600, 3e-5)
     # its quantized fine-tune keeps the second stage's loss terms
-    quantized = load_config(os.path.join(ROOT, "configs", "finetune_quantized.json"))
+    quantized = _shipped("finetune_quantized.json")
     assert quantized.model.quantize and quantized.model.num_bits == 8
     assert dataclasses.replace(quantized.train, steps=600, learning_rate=3e-5,
                                validate_every=polish.validate_every, init_from=polish.init_from,
