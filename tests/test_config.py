@@ -79,6 +79,8 @@ def test_shipped_configs_are_valid():
         # another shipped config), so the config runs from a clean checkout
         if config.train.init_from.startswith("vidcorr/"):
             assert os.path.isfile(os.path.join(ROOT, config.train.init_from, "checkpoint")), path
+        if path in ranking:  # reproduces after the default changes: starts from a frozen copy
+            assert config.train.init_from != "vidcorr/models/default", path
     assert _shipped("finetune_quantized.json").model.quantize
     weights = {os.path.basename(p): (load_config(p).train.gradient_weight,
                                      load_config(p).train.census_weight) for p in ranking}
