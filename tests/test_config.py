@@ -43,6 +43,7 @@ def test_ints_become_floats_and_round_trip():
     ({"data": {"synthetic": True}, "model": {"num_bits": 1}}, "model.num_bits"),
     ({"data": {"synthetic": True}, "model": {"residual": "sum"}}, "model.residual"),
     ({"data": {"synthetic": True}, "model": "big"}, "model"),
+    ({"data": {"synthetic": True}, "train": {"init_widen": True}}, "train.init_widen"),
 ])
 def test_errors_name_the_key(data, key):
     with pytest.raises(UserError) as err:

@@ -73,6 +73,14 @@ def test_save_initial_model_round_trip(tmp_path):
     assert prefix.endswith("model.ckpt-0")
 
 
+def test_a_width_whose_channels_round_is_found_again(tmp_path):
+    """Width 0.3 has 29 and 38 channels: its own config and its shapes agree."""
+    spec = NetworkSpec(width=0.3, skips=(4, 3, 2, 1, 0), output_kernel=1, kernel_size=3)
+    save_initial_model(str(tmp_path / "w" / "model.ckpt-0"), spec)
+    _, found, _ = find_model(str(tmp_path / "w"))
+    assert found == spec
+
+
 def test_spec_inferred_from_shapes(random_checkpoint, random_kernel_checkpoint):
     """Without a config.json the head is read off the output layer's shape."""
     from vidcorr.readout.inference import spec_from_checkpoint

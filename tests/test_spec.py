@@ -6,7 +6,7 @@ import pytest
 from vidcorr.compat import tf
 from vidcorr.model.network import mind
 from vidcorr.model.spec import (ENCODER_CHANNELS, NetworkSpec, channel_plan, layer_plan,
-                                padded_size, plan_flops, receptive_radius)
+                                padded_size, plan_flops, receptive_radius, width_for_channels)
 
 
 def test_channel_plan_scales_and_keeps_two():
@@ -15,6 +15,17 @@ def test_channel_plan_scales_and_keeps_two():
     assert min(channel_plan(0.001)[0]) == 2
     with pytest.raises(ValueError):
         channel_plan(0)
+
+
+def test_width_for_channels_inverts_the_rounding():
+    """29 and 38 channels are width 0.3, though 29 / 96 = 0.302 would give 39 of 128."""
+    assert width_for_channels(29, 38) == 0.3
+    assert width_for_channels(24, 32) == 0.25 and width_for_channels(96, 128) == 1.0
+    for width in np.arange(0.05, 1.5, 0.0025):  # every width's plan comes back
+        encoder, decoder = channel_plan(width)
+        found = width_for_channels(encoder[0], encoder[2])
+        assert channel_plan(found) == (encoder, decoder), width
+    assert width_for_channels(24, 40) is None  # no width gives both
 
 
 @pytest.mark.parametrize("spec", [NetworkSpec(width=0.125),

@@ -113,6 +113,7 @@ class TrainConfig:
     summary_every: int = 100
     validate_every: int = 1000
     init_from: str = ""
+    init_widen: bool = False
     threads: int = 0
     num_devices: int = 1
     seed: int = 0
@@ -144,6 +145,8 @@ class TrainConfig:
         _check(0 <= self.smooth_edge <= 1000, "train.smooth_edge",
                "must be from 0 (plain smoothness) to 1000")
         _check(bool(self.run_dir), "train.run_dir", "must not be empty")
+        _check(bool(self.init_from) or not self.init_widen, "train.init_widen",
+               "needs train.init_from (the narrower checkpoint to widen)")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Tuple
 __all__ = ["MODEL_SCOPE", "ENCODER_CHANNELS", "DECODER_CHANNELS", "CONVS_PER_ENCODER_BLOCK",
            "CONVS_PER_DECODER_BLOCK", "PAPER_SKIPS", "RESIDUALS", "ACTIVATIONS", "MULTIPLE",
            "MAX_KERNEL_SIZE", "NUM_BITS_RANGE", "LOSSES", "NetworkSpec", "Layer", "channel_plan",
-           "layer_plan",
+           "layer_plan", "width_for_channels",
            "padded_size", "plan_flops", "receptive_radius", "CHANNEL_AXIS"]
 
 MODEL_SCOPE = "mind"  # the network's outer variable scope in every graph and checkpoint
@@ -138,6 +138,35 @@ def channel_plan(width):
         raise ValueError("width must be positive, got %r" % (width,))
     scale = lambda c: max(2, int(round(c * width)))  # noqa: E731
     return [scale(c) for c in ENCODER_CHANNELS], [scale(c) for c in DECODER_CHANNELS]
+
+
+def width_for_channels(first, third):
+    """The width multiplier whose :func:`channel_plan` has these encoder channels.
+
+    Channel counts are rounded, so ``first / 96`` need not give them back (29
+    channels of 96 and 38 of 128 come from 0.3, not from 29 / 96); this finds the
+    shortest decimal width in the interval that rounds to both.
+
+    Args:
+      first: channels of encoder block 1 (96 times the width, rounded).
+      third: channels of encoder block 3 (128 times the width, rounded).
+
+    Returns:
+      The width, or None if no width gives both counts.
+    """
+    (c1, c3) = ENCODER_CHANNELS[0], ENCODER_CHANNELS[2]
+    low = max((first - 0.5) / c1, (third - 0.5) / c3, 1e-9)
+    high = min((first + 0.5) / c1, (third + 0.5) / c3)
+    if low > high:
+        return None
+    middle = (low + high) / 2.0
+    for digits in range(1, 9):
+        for width in sorted({round(middle, digits), round(low, digits), round(high, digits)}):
+            if width > 0:
+                enc, _ = channel_plan(width)
+                if enc[0] == first and enc[2] == third:
+                    return width
+    return None
 
 
 def padded_size(height, width):

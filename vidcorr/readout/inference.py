@@ -24,8 +24,8 @@ from vidcorr.io import rundir
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.model.network import BN_EPSILON, mind
-from vidcorr.model.spec import (CHANNEL_AXIS, ENCODER_CHANNELS, MODEL_SCOPE, NetworkSpec,
-                                layer_plan)
+from vidcorr.model.spec import (CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan,
+                                width_for_channels)
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
            "fake_quant_numpy", "quantize_values", "find_model",
@@ -159,10 +159,13 @@ def _infer_spec(prefix, values):
     try:
         shapes = {name[len(MODEL_SCOPE) + 1:].rpartition("/")[0]: value.shape
                   for name, value in values.items() if name.endswith("/weights")}
-        width = shapes["enc1/conv1"][3] / float(ENCODER_CHANNELS[0])  # the width multiplier
+        width = width_for_channels(shapes["enc1/conv1"][3], shapes["enc3/conv1"][3])
         out_kernel, _, _, out_channels = shapes["output"]
     except KeyError:
         raise UserError("checkpoint %s is not a MIND network" % prefix)
+    if width is None:
+        raise UserError("checkpoint %s is not a MIND network (no width gives its channels)"
+                        % prefix)
     kernel_size = 0 if out_channels == 3 else int(round(np.sqrt(out_channels / 2.0)))
     # A skip widens its decoder convolution's input: compare each with the plan.
     every_skip = NetworkSpec(width=width, skips=(4, 3, 2, 1, 0))
