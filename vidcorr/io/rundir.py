@@ -26,9 +26,11 @@ from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.io.files import atomic_write
 from vidcorr.model.config import config_from_dict
+from vidcorr.model.spec import MODEL_SCOPE
 
 __all__ = ["CONFIG_FILE", "CHECKPOINT_NAME", "LOCK_FILE", "config_path", "read_config",
-           "write_config", "find_checkpoint", "checkpoint_variables", "checkpoint_step",
+           "write_config", "find_checkpoint", "checkpoint_variables", "checkpoint_values",
+           "checkpoint_step",
            "restore_matching", "damaged", "restore_all", "RunLock"]
 
 CONFIG_FILE = "config.json"
@@ -135,6 +137,24 @@ def checkpoint_variables(prefix):
         return {name: list(shape) for name, shape in tf.train.list_variables(prefix)}
     except (tf.errors.OpError, ValueError) as err:
         raise UserError("cannot read checkpoint %s: %s" % (prefix, _first_line(err)))
+
+
+def checkpoint_values(prefix, scope=MODEL_SCOPE):
+    """The network's variables in a checkpoint, as ``{name: array}`` (optimizer state skipped).
+
+    Raises:
+      UserError: if the checkpoint cannot be read or holds no network.
+    """
+    names = list(checkpoint_variables(prefix))
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        values = {n: reader.get_tensor(n) for n in names
+                  if n.startswith(scope + "/") and "Adam" not in n}
+    except (tf.errors.OpError, ValueError, IndexError) as err:  # truncated data: IndexError
+        raise UserError(damaged(prefix, err))
+    if not values:
+        raise UserError("checkpoint %s holds no %r network" % (prefix, scope))
+    return values
 
 
 def _first_line(err):

@@ -12,7 +12,7 @@ so its input is unchanged. The fractions are not equal (``noise``): copies with
 equal outgoing weights would get equal gradients and stay copies for ever.
 
 :func:`widen_values` works on the ``{name: array}`` of
-:func:`vidcorr.readout.inference.checkpoint_values`, walking the layer plan of
+:func:`vidcorr.io.rundir.checkpoint_values`, walking the layer plan of
 :mod:`vidcorr.model.spec` (the skips' concatenations included); the trainer uses
 it for ``train.init_widen``. It is exact for float networks; a quantised
 network's ranges change with the split weights.

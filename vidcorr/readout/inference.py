@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 from vidcorr.io import rundir
+from vidcorr.io.rundir import checkpoint_values  # noqa: F401  (re-exported: its old home)
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.model.network import BN_EPSILON, mind
@@ -46,24 +47,6 @@ def _channel_axis(name):
     """The output-channel axis of the weights ``<scope>/<layer>/weights``."""
     layer = name.rpartition("/")[0].partition("/")[2]
     return _CHANNEL_AXES.get(layer, 3)
-
-
-def checkpoint_values(prefix, scope=MODEL_SCOPE):
-    """The network's variables in a checkpoint, as ``{name: array}`` (optimizer state skipped).
-
-    Raises:
-      UserError: if the checkpoint cannot be read or holds no network.
-    """
-    names = list(rundir.checkpoint_variables(prefix))
-    try:
-        reader = tf.train.load_checkpoint(prefix)
-        values = {n: reader.get_tensor(n) for n in names
-                  if n.startswith(scope + "/") and "Adam" not in n}
-    except (tf.errors.OpError, ValueError, IndexError) as err:  # truncated data: IndexError
-        raise UserError(rundir.damaged(prefix, err))
-    if not values:
-        raise UserError("checkpoint %s holds no %r network" % (prefix, scope))
-    return values
 
 
 def fold_batch_norm(values, epsilon=BN_EPSILON):

@@ -194,12 +194,7 @@ class Trainer(object):
         """``train.init_widen``: the narrower checkpoint's function, in this wider network."""
         target = self.config.model.network_spec()
         source = rundir.read_config(init_prefix)
-        try:
-            reader = tf.train.load_checkpoint(init_prefix)
-            values = {n: reader.get_tensor(n) for n in rundir.checkpoint_variables(init_prefix)
-                      if n.startswith(MODEL_SCOPE + "/") and "Adam" not in n}
-        except (tf.errors.OpError, ValueError, IndexError) as err:
-            raise UserError(rundir.damaged(init_prefix, err))
+        values = rundir.checkpoint_values(init_prefix)
         if source is None:  # no config.json beside it: the width from the first layer
             width = width_for_channels(values[MODEL_SCOPE + "/enc1/conv1/weights"].shape[3],
                                        values[MODEL_SCOPE + "/enc3/conv1/weights"].shape[3])
