@@ -194,7 +194,9 @@ def test_graph_is_finalised_and_full_maps(setup):
     graph.max_pixels_per_run = 2  # one sess.run per 2 pixels
     split = graph.run(points, progress=True)
     for key in whole:
-        np.testing.assert_allclose(split[key], whole[key], rtol=1e-5)
+        # float sums in another order: a few 1e-4 entries differ by 3e-9 on oneDNN builds
+        np.testing.assert_allclose(split[key], whole[key], rtol=1e-5,
+                                   atol=1e-6 * np.abs(whole[key]).max())
     graph.set_images(image[..., 3:], image[..., :3])
     graph.run(points)
     assert len(graph.graph.get_operations()) == before

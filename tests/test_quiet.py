@@ -62,6 +62,13 @@ def test_scripts_start_quiet_and_verbose_shows_more(tmp_path):
                              stderr=subprocess.PIPE, env=env, universal_newlines=True,
                              timeout=120)
     assert verbose.returncode == 2 and verbose.stderr.endswith(quiet.stderr)
-    from vidcorr.compat import TF1
-    if not TF1:  # TensorFlow 2 logs at start-up (oneDNN, absl): shown only with --verbose
+    # What this TensorFlow build logs on import past the level vidcorr sets (oneDNN and absl
+    # lines on some builds; TensorFlow 2.21 prints none) is shown with --verbose only.
+    plain = subprocess.run([sys.executable, "-c", "import tensorflow.compat.v1 as tf; "
+                            "tf.disable_v2_behavior()"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=dict(env, TF_CPP_MIN_LOG_LEVEL="2"),
+                           universal_newlines=True, timeout=120)
+    native = [l for l in plain.stderr.splitlines() if is_native_log_line(l.encode())]
+    if native:
         assert len(verbose.stderr.splitlines()) > len(quiet.stderr.splitlines()), verbose.stderr

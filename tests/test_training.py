@@ -185,7 +185,8 @@ def test_script_bad_config_prints_one_line(tmp_path):
                           "symmetry_weight", "smooth_weight", "smooth_edge", "warp_weight",
                           "checkpoint_every",
                           "keep_checkpoints", "summary_every",
-                          "validate_every", "init_from", "threads", "num_devices", "seed"]))]
+                          "validate_every", "init_from", "init_widen", "threads", "num_devices",
+                          "seed"]))]
     assert "Traceback" not in proc.stderr
 
 
