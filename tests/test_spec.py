@@ -6,7 +6,8 @@ import pytest
 from vidcorr.compat import tf
 from vidcorr.model.network import mind
 from vidcorr.model.spec import (ENCODER_CHANNELS, NetworkSpec, channel_plan, layer_plan,
-                                padded_size, plan_flops, receptive_radius, width_for_channels)
+                                padded_size, plan_flops, receptive_radius, spec_from_shapes,
+                                width_for_channels)
 
 
 def test_channel_plan_scales_and_keeps_two():
@@ -26,6 +27,36 @@ def test_width_for_channels_inverts_the_rounding():
         found = width_for_channels(encoder[0], encoder[2])
         assert channel_plan(found) == (encoder, decoder), width
     assert width_for_channels(24, 40) is None  # no width gives both
+
+
+def _graph_shapes(spec):
+    """``{name: shape}`` of the variables TensorFlow builds for ``spec``."""
+    graph = tf.Graph()
+    with graph.as_default():
+        mind(tf.zeros([1, 32, 32, 6]), False, spec=spec)
+        return {v.op.name: v.shape.as_list() for v in tf.global_variables()}
+
+
+@pytest.mark.parametrize("spec", [
+    NetworkSpec(width=0.125), NetworkSpec(width=0.3, skips=(4, 3, 2, 1, 0)),
+    NetworkSpec(width=0.25, skips=(4, 2, 0), output_kernel=1, kernel_size=9),
+    NetworkSpec(width=0.5, skips=(), output_kernel=1), NetworkSpec(width=0.125, skips=(3, 1))])
+def test_spec_from_shapes_reads_the_built_graph(spec):
+    """The spec comes back from the shapes of the graph built for it."""
+    assert spec_from_shapes(_graph_shapes(spec)) == spec
+
+
+def test_spec_from_shapes_errors():
+    shapes = _graph_shapes(NetworkSpec(width=0.25))
+    lacking = {k: v for k, v in shapes.items() if not k.startswith("mind/enc3/")}
+    with pytest.raises(ValueError, match="no mind/enc3/conv1/weights"):
+        spec_from_shapes(lacking)
+    with pytest.raises(ValueError, match="no width gives its channels"):
+        spec_from_shapes(dict(shapes, **{"mind/enc3/conv1/weights": [3, 3, 24, 40]}))
+    with pytest.raises(ValueError, match="output layer"):
+        spec_from_shapes(dict(shapes, **{"mind/output/weights": [3, 3, 50, 3]}))
+    with pytest.raises(ValueError, match="output layer"):  # 2 K^2 logits, K odd
+        spec_from_shapes(dict(shapes, **{"mind/output/weights": [1, 1, 24, 60]}))
 
 
 @pytest.mark.parametrize("spec", [NetworkSpec(width=0.125),

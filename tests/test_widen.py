@@ -156,6 +156,17 @@ def test_training_starts_from_a_widened_run(trained_tiny, tmp_path):
             np.testing.assert_array_equal(value, expected[name])
     finally:
         trainer.close()
+    # a bare checkpoint that is not a whole network: one line, not a KeyError
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.get_variable("mind/enc1/conv1/weights", [3, 3, 6, 24])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            partial = tf.train.Saver().save(sess, str(tmp_path / "partial" / "model.ckpt"))
+    from_partial = wide.replace(train={"run_dir": str(tmp_path / "from_partial"),
+                                       "init_from": partial})
+    with pytest.raises(UserError, match="not a MIND network: no mind/enc3/conv1/weights"):
+        Trainer(from_partial, progress=False, log=lambda m: None).setup()
     narrow = wide.replace(model={"width": 0.125}, train={"run_dir": str(tmp_path / "narrow")})
     with pytest.raises(UserError, match="narrower than the trained 0.25"):
         Trainer(narrow, progress=False, log=lambda m: None).setup()

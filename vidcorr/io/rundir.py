@@ -7,6 +7,8 @@ resolved ``config.json``, checkpoints ``model.ckpt-<step>`` with TensorFlow's
 * :func:`read_config` / :func:`write_config`: the run's config (written atomically).
 * :func:`find_checkpoint`, :func:`checkpoint_variables`, :func:`checkpoint_step`:
   finding a checkpoint and reading it, with one-line errors for missing or damaged files.
+* :func:`spec_from_checkpoint`: the network a checkpoint holds, from its ``config.json``
+  or, without one, from its weights' shapes.
 * :func:`restore_matching` restores the variables a checkpoint has (by name, with
   matching shapes) and ignores the rest, like TF-Slim's ``ignore_missing_vars``:
   a float checkpoint initialises a quantized graph, a trained model seeds a
@@ -26,11 +28,11 @@ from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.io.files import atomic_write
 from vidcorr.model.config import config_from_dict
-from vidcorr.model.spec import MODEL_SCOPE
+from vidcorr.model.spec import MODEL_SCOPE, spec_from_shapes
 
 __all__ = ["CONFIG_FILE", "CHECKPOINT_NAME", "LOCK_FILE", "config_path", "read_config",
            "write_config", "find_checkpoint", "checkpoint_variables", "checkpoint_values",
-           "checkpoint_step",
+           "checkpoint_step", "spec_from_checkpoint", "shapes_spec",
            "restore_matching", "damaged", "restore_all", "RunLock"]
 
 CONFIG_FILE = "config.json"
@@ -155,6 +157,39 @@ def checkpoint_values(prefix, scope=MODEL_SCOPE):
     if not values:
         raise UserError("checkpoint %s holds no %r network" % (prefix, scope))
     return values
+
+
+def spec_from_checkpoint(prefix, values=None):
+    """The :class:`vidcorr.model.spec.NetworkSpec` a checkpoint was trained with.
+
+    Uses the run's ``config.json`` beside the checkpoint when there is one;
+    otherwise infers width, skips and the kernel head from the variable shapes
+    (:func:`vidcorr.model.spec.spec_from_shapes`: activation ReLU, residual "none").
+
+    Args:
+      prefix: a checkpoint prefix.
+      values: its ``{name: array}`` if already read (:func:`checkpoint_values`).
+
+    Raises:
+      UserError: if the checkpoint cannot be read or its shapes fit no MIND network.
+    """
+    config = read_config(prefix)
+    if config is not None:
+        return config.model.network_spec()
+    return shapes_spec(prefix, values if values is not None else checkpoint_variables(prefix))
+
+
+def shapes_spec(prefix, values):
+    """:func:`vidcorr.model.spec.spec_from_shapes` of a checkpoint's ``{name: array or shape}``.
+
+    Raises:
+      UserError: naming the checkpoint, if the shapes fit no MIND network.
+    """
+    try:
+        return spec_from_shapes({name: getattr(value, "shape", value)
+                                 for name, value in values.items()})
+    except ValueError as err:
+        raise UserError("checkpoint %s is not a MIND network: %s" % (prefix, err))
 
 
 def _first_line(err):

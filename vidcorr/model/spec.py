@@ -23,7 +23,7 @@ from typing import Tuple
 __all__ = ["MODEL_SCOPE", "ENCODER_CHANNELS", "DECODER_CHANNELS", "CONVS_PER_ENCODER_BLOCK",
            "CONVS_PER_DECODER_BLOCK", "PAPER_SKIPS", "RESIDUALS", "ACTIVATIONS", "MULTIPLE",
            "MAX_KERNEL_SIZE", "NUM_BITS_RANGE", "LOSSES", "NetworkSpec", "Layer", "channel_plan",
-           "layer_plan", "width_for_channels",
+           "layer_plan", "width_for_channels", "spec_from_shapes",
            "padded_size", "plan_flops", "receptive_radius", "CHANNEL_AXIS"]
 
 MODEL_SCOPE = "mind"  # the network's outer variable scope in every graph and checkpoint
@@ -167,6 +167,50 @@ def width_for_channels(first, third):
                 if enc[0] == first and enc[2] == third:
                     return width
     return None
+
+
+def spec_from_shapes(shapes):
+    """The :class:`NetworkSpec` whose weights have these shapes.
+
+    What the shapes cannot tell keeps its default (activation ReLU, residual
+    "none", the batch-norm decay): a checkpoint without its ``config.json`` is
+    read as a network of that kind.
+
+    Args:
+      shapes: ``{variable name: shape}`` of a checkpoint's network variables
+        (names under :data:`MODEL_SCOPE`, as saved); other entries are ignored.
+
+    Returns:
+      The spec: width, skips, the output's kernel and the kernel head's size.
+
+    Raises:
+      ValueError: saying why, if the shapes fit no MIND network.
+    """
+    start = len(MODEL_SCOPE) + 1
+    weights = {name[start:].rpartition("/")[0]: tuple(shape) for name, shape in shapes.items()
+               if name.startswith(MODEL_SCOPE + "/") and name.endswith("/weights")}
+    lacking = [n for n in ("enc1/conv1", "enc3/conv1", "output") if n not in weights]
+    if lacking:
+        raise ValueError("no %s/%s/weights" % (MODEL_SCOPE, lacking[0]))
+    if any(len(weights[n]) != 4 for n in ("enc1/conv1", "enc3/conv1", "output")):
+        raise ValueError("its convolution weights are not 4-d")
+    width = width_for_channels(weights["enc1/conv1"][3], weights["enc3/conv1"][3])
+    if width is None:
+        raise ValueError("no width gives its channels (%d in encoder block 1, %d in block 3)"
+                         % (weights["enc1/conv1"][3], weights["enc3/conv1"][3]))
+    out_kernel, _, out_cin, out_channels = weights["output"]
+    kernel_size = 0 if out_channels == 3 else int(round((out_channels / 2.0) ** 0.5))
+    # A skip widens its decoder convolution's input: compare each with the plan.
+    every_skip = NetworkSpec(width=width, skips=(4, 3, 2, 1, 0))
+    skips = tuple(layer.skip for layer in layer_plan(every_skip) if layer.skip is not None
+                  and weights.get(layer.name, (0, 0, 0))[2] == layer.cin)
+    spec = NetworkSpec(width=width, output_kernel=out_kernel, skips=skips,
+                       kernel_size=kernel_size)
+    if spec.problems() or layer_plan(spec)[-1].cin != out_cin \
+            or (kernel_size and out_channels != 2 * kernel_size ** 2):
+        raise ValueError("its output layer (%s) fits no decoder of width %g"
+                         % (list(weights["output"]), width))
+    return spec
 
 
 def padded_size(height, width):

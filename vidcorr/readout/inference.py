@@ -21,12 +21,12 @@ import os
 import numpy as np
 
 from vidcorr.io import rundir
-from vidcorr.io.rundir import checkpoint_values  # noqa: F401  (re-exported: its old home)
+from vidcorr.io.rundir import (checkpoint_values,  # noqa: F401  (re-exported: their old home)
+                               spec_from_checkpoint)
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.model.network import BN_EPSILON, mind
-from vidcorr.model.spec import (CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan,
-                                width_for_channels)
+from vidcorr.model.spec import CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
            "fake_quant_numpy", "quantize_values", "find_model",
@@ -121,46 +121,6 @@ def quantize_values(values, num_bits=8):
     return out
 
 
-def spec_from_checkpoint(prefix, values=None):
-    """The :class:`NetworkSpec` a checkpoint was trained with.
-
-    Uses the run's ``config.json`` beside the checkpoint when there is one;
-    otherwise infers width, skips and the kernel head from the variable shapes
-    (activation defaults to ReLU, residual to "none").
-
-    Raises:
-      UserError: if the shapes fit no MIND network.
-    """
-    config = rundir.read_config(prefix)
-    if config is not None:
-        return config.model.network_spec()
-    return _infer_spec(prefix, values if values is not None else checkpoint_values(prefix))
-
-
-def _infer_spec(prefix, values):
-    """The :class:`NetworkSpec` that fits a checkpoint's variable shapes."""
-    try:
-        shapes = {name[len(MODEL_SCOPE) + 1:].rpartition("/")[0]: value.shape
-                  for name, value in values.items() if name.endswith("/weights")}
-        width = width_for_channels(shapes["enc1/conv1"][3], shapes["enc3/conv1"][3])
-        out_kernel, _, _, out_channels = shapes["output"]
-    except KeyError:
-        raise UserError("checkpoint %s is not a MIND network" % prefix)
-    if width is None:
-        raise UserError("checkpoint %s is not a MIND network (no width gives its channels)"
-                        % prefix)
-    kernel_size = 0 if out_channels == 3 else int(round(np.sqrt(out_channels / 2.0)))
-    # A skip widens its decoder convolution's input: compare each with the plan.
-    every_skip = NetworkSpec(width=width, skips=(4, 3, 2, 1, 0))
-    skips = tuple(layer.skip for layer in layer_plan(every_skip) if layer.skip is not None
-                  and shapes.get(layer.name, (0, 0, 0))[2] == layer.cin)
-    spec = NetworkSpec(width=width, output_kernel=out_kernel, skips=skips,
-                       kernel_size=kernel_size)
-    if layer_plan(spec)[-1].cin != shapes["output"][2]:
-        raise UserError("checkpoint %s is not a MIND network" % prefix)
-    return spec
-
-
 def _shapes(spec):
     """What a spec fixes about the weights: each layer's name and channels."""
     return [(l.name, l.cin, l.cout, l.kernel) for l in layer_plan(spec) if l.kind != "pool"]
@@ -175,7 +135,7 @@ def find_model(path):
     prefix = rundir.find_checkpoint(path)
     values = checkpoint_values(prefix)
     config = rundir.read_config(prefix)  # read once: it gives the spec and the quantize switch
-    found = _infer_spec(prefix, values)
+    found = rundir.shapes_spec(prefix, values)
     spec = config.model.network_spec() if config is not None else found
     said, held = _shapes(spec), _shapes(found)
     if said != held:

@@ -1,4 +1,5 @@
 """Training on video: triplets from video and frame folders (``data``, ``layered``,
-``synthetic``), the :class:`~vidcorr.training.trainer.Trainer` loop, towers over several devices
+``synthetic``), the :class:`~vidcorr.training.trainer.Trainer` loop and a new run's starting
+point (``initial``: ``train.init_from``, widened or not), towers over several devices
 (``towers``) and TensorFlow's distributed runtime (``distributed``).
 """

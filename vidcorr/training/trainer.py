@@ -8,14 +8,13 @@
   weights and Adam state); a fresh run that fails before its first checkpoint
   removes what it wrote, so a plain rerun is not refused;
 * ``train.init_from`` seeds a fresh run's network from another checkpoint
-  (e.g. a float model for the quantized fine-tune, ``model.quantize: true``);
-  with ``train.init_widen`` a narrower one, widened to the same function
-  (:mod:`vidcorr.model.widen`);
+  (a float model for the quantized fine-tune; with ``train.init_widen`` a narrower
+  one, widened to the same function: :mod:`vidcorr.training.initial`);
 * checkpoints every ``checkpoint_every`` steps and at the end (the last
   ``keep_checkpoints`` kept); SIGINT/SIGTERM finish the current step, save
   and return;
-* around the loop, hooks (:mod:`vidcorr.training.hooks`): TensorBoard summaries (loss, PSNR, learning rate, input/prediction/target
-  images) and a tqdm progress bar with loss, samples/s and ETA;
+* around the loop, hooks (:mod:`vidcorr.training.hooks`): TensorBoard summaries (loss,
+  PSNR, learning rate, input/prediction/target images) and a tqdm progress bar;
 * validation PSNR on held-out triplets next to the frame-average baseline;
 * a NaN or Inf loss stops the run with :class:`TrainingDiverged`, leaving the
   last good checkpoint as it was;
@@ -39,10 +38,9 @@ from vidcorr.compat import session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.io import rundir
 from vidcorr.model.losses import psnr, psnr_numpy, reconstruction_loss_numpy
-from vidcorr.model.spec import MODEL_SCOPE, width_for_channels
-from vidcorr.model.widen import widen_values
 from vidcorr.training import hooks
 from vidcorr.training.data import TripletData
+from vidcorr.training.initial import initialise_from
 from vidcorr.training.towers import build_towers
 
 __all__ = ["Trainer", "TrainingDiverged", "learning_rate", "train"]
@@ -179,45 +177,7 @@ class Trainer(object):
             self._init_from(self.sess, init_prefix)
 
     def _init_from(self, sess, init_prefix):
-        if self.config.train.init_widen:
-            held = rundir.checkpoint_variables(init_prefix)
-            name = MODEL_SCOPE + "/enc1/conv1/weights"
-            ours = [v.shape.as_list() for v in self.network_variables if v.op.name == name]
-            if name in held and ours and list(held[name]) != ours[0]:  # a narrower one
-                self._init_widened(sess, init_prefix)
-                return
-        restored, _ = rundir.restore_matching(sess, init_prefix, self.network_variables,
-                                                   require_all=True)
-        self.log("initialised %d network variables from %s" % (len(restored), init_prefix))
-
-    def _init_widened(self, sess, init_prefix):
-        """``train.init_widen``: the narrower checkpoint's function, in this wider network."""
-        target = self.config.model.network_spec()
-        source = rundir.read_config(init_prefix)
-        values = rundir.checkpoint_values(init_prefix)
-        if source is None:  # no config.json beside it: the width from the first layer
-            width = width_for_channels(values[MODEL_SCOPE + "/enc1/conv1/weights"].shape[3],
-                                       values[MODEL_SCOPE + "/enc3/conv1/weights"].shape[3])
-            if width is None:
-                raise UserError("train.init_widen: %s is not a MIND network" % init_prefix)
-            spec = target.replace(width=width)
-        else:
-            spec = source.model.network_spec()
-        try:
-            widened, _ = widen_values(values, spec, target.width, seed=self.config.train.seed)
-        except ValueError as err:
-            raise UserError("train.init_widen: %s into this network: %s" % (init_prefix, err))
-        for var in self.network_variables:
-            value = widened.get(var.op.name)
-            if value is None or list(value.shape) != var.shape.as_list():
-                raise UserError("train.init_widen: %s does not fit this network: %s is %s"
-                                % (init_prefix, var.op.name, "missing" if value is None
-                                   else "%s there, %s here" % (list(value.shape),
-                                                               var.shape.as_list())))
-            var.load(value, sess)
-        self.log("initialised %d network variables from %s, widened from width %g to %g "
-                 "(the same function)" % (len(self.network_variables), init_prefix, spec.width,
-                                          target.width))
+        initialise_from(sess, init_prefix, self.config, self.network_variables, self.log)
 
     def _run_step(self, fetches):
         """One training step's ``sess.run``; returns the fetched values and the global step."""
