@@ -44,6 +44,10 @@ def test_ints_become_floats_and_round_trip():
     ({"data": {"synthetic": True}, "model": {"residual": "sum"}}, "model.residual"),
     ({"data": {"synthetic": True}, "model": "big"}, "model"),
     ({"data": {"synthetic": True}, "train": {"init_widen": True}}, "train.init_widen"),
+    ({"data": {"synthetic": True}, "model": {"kernel_size": 3, "output_kernel": 1},
+      "train": {"frame_weight": 1.0, "frame_real_weight": 0.5}}, "train.frame_real_weight"),
+    ({"data": {"synthetic": True}, "train": {"frame_real_weight": 1.5}},
+     "train.frame_real_weight"),
 ])
 def test_errors_name_the_key(data, key):
     with pytest.raises(UserError) as err:

@@ -180,3 +180,23 @@ def test_motion_power_is_validated():
     base = {"sources": ["x.mp4"], "layered_fraction": 0.5}
     with pytest.raises(UserError, match="motion_power"):
         config_from_dict({"data": dict(base, motion_power=0.5)})
+
+
+def test_batch_kinds_name_the_layered_triplets(tmp_path):
+    """``kinds`` flags each triplet as layered or real, the draws unchanged: on frames of
+    independent noise a layered triplet's middle frame is frame t shifted, a real one's
+    is not."""
+    data = TripletData(_data_config(_video(tmp_path), layered_fraction=0.5))
+    inputs, targets, layered = data.batch(np.random.RandomState(2), 24, kinds=True)
+    plain = data.batch(np.random.RandomState(2), 24)
+    np.testing.assert_array_equal(inputs, plain[0])
+    np.testing.assert_array_equal(targets, plain[1])
+    assert layered.dtype == np.float32 and layered.shape == (24,)
+    shifted = [max(np.mean(np.abs(np.roll(x[..., :3], (vy, vx), (0, 1)) - y)[8:-8, 8:-8] < 1e-6)
+                   for vy in range(-6, 7) for vx in range(-6, 7)) > 0.3
+               for x, y in zip(inputs, targets)]
+    np.testing.assert_array_equal(layered, np.array(shifted, np.float32))
+    assert 0 < layered.sum() < 24
+    _, _, flags = next(data.batches(4, seed=0))
+    assert flags.shape == (4,)
+    assert len(data.validation_set()) == 2  # validation stays (inputs, targets)

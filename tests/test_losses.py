@@ -264,3 +264,50 @@ def test_mass_weighted_frame_loss_ignores_the_frame_the_blend_does_not_use(sess,
     # equal shares: the unweighted frame loss
     np.testing.assert_allclose(frame_loss_numpy(blends, target, config, np.full_like(masses, 0.5)),
                                frame_loss_numpy(blends, target, config), rtol=1e-9)
+
+
+@pytest.mark.parametrize("real_weight", [0.0, 0.25])
+def test_frame_real_weight_weighs_the_real_triplets_frame_and_warp_terms(sess, rng, real_weight):
+    """With ``frame_real_weight`` r the frame and warp terms are the batch mean of each
+    triplet's own term, a real triplet's times r: for two triplets, one layered and one
+    real, ``(F_0 + r F_1) / 2`` with ``F_b`` the term of triplet b alone."""
+    from vidcorr.model.config import TrainConfig
+
+    pred = rng.rand(2, 9, 10, 3)
+    target = rng.rand(2, 9, 10, 3)
+    blends = rng.rand(2, 9, 10, 2, 3)
+    warps = rng.rand(2, 9, 10, 2, 3)
+    masses = rng.dirichlet([1, 1], (2, 9, 10))  # [2, 9, 10, 2]
+    layered = np.array([1.0, 0.0])
+    config = TrainConfig(census_weight=0.2, frame_weight=0.7, warp_weight=0.4, frame_mass=True,
+                         frame_real_weight=real_weight)
+
+    def own(images, b):  # triplet b's frame (or warp) term alone, by the formula
+        return 0.5 * sum(
+            np.mean(2 * masses[b, ..., j] * np.abs(images[b, ..., j, :] - target[b]).mean(-1))
+            + 0.2 * census_loss_numpy(images[b:b + 1, ..., j, :], target[b:b + 1],
+                                      2 * masses[b:b + 1, ..., j]) for j in range(2))
+
+    expected = (np.mean(np.abs(pred - target)) + 0.2 * census_loss_numpy(pred, target)
+                + 0.7 * 0.5 * (own(blends, 0) + real_weight * own(blends, 1))
+                + 0.4 * 0.5 * (own(warps, 0) + real_weight * own(warps, 1)))
+    np.testing.assert_allclose(
+        training_loss_numpy(pred, target, config, blends, masses=masses, warps=warps,
+                            layered=layered), expected, rtol=1e-9)
+    f32 = lambda v: tf.constant(v.astype(np.float32))  # noqa: E731
+    got = sess.run(training_loss(f32(pred), f32(target), config, f32(blends), masses=f32(masses),
+                                 warps=f32(warps), layered=f32(layered)))
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+    # without the shares, a plain mean per triplet
+    plain = TrainConfig(frame_weight=1.0, frame_real_weight=real_weight)
+    by_triplet = [np.mean(np.abs(blends[b] - target[b, ..., None, :])) for b in range(2)]
+    np.testing.assert_allclose(
+        training_loss_numpy(pred, target, plain, blends, layered=layered),
+        np.mean(np.abs(pred - target)) + 0.5 * (by_triplet[0] + real_weight * by_triplet[1]),
+        rtol=1e-9)
+    got = sess.run(training_loss(f32(pred), f32(target), plain, f32(blends),
+                                 layered=f32(layered)))
+    np.testing.assert_allclose(got, np.mean(np.abs(pred - target))
+                               + 0.5 * (by_triplet[0] + real_weight * by_triplet[1]), rtol=1e-4)
+    with pytest.raises(ValueError, match="frame_real_weight"):
+        training_loss(f32(pred), f32(target), plain, f32(blends))

@@ -183,3 +183,42 @@ def test_sharded_matching_on_two_devices_equals_one(random_kernel_checkpoint, rn
     finally:
         one.close()
         two.close()
+
+
+def test_frame_real_weight_takes_real_triplets_out_of_the_frame_term(tmp_path):
+    """The trainer feeds each triplet's kind to the loss, split over the towers as the
+    batch is: with ``frame_real_weight`` 0 and every triplet marked real, the loss is the
+    middle frame's L1 alone (numpy, from the prediction); marking one triplet layered adds
+    its own frame term, a positive amount, and the four amounts add up to the whole
+    batch's frame term (so each tower weighs its own share's triplets)."""
+    from PIL import Image
+
+    folder = tmp_path / "v"
+    folder.mkdir()
+    rng = np.random.RandomState(0)
+    for i in range(12):
+        Image.fromarray(rng.randint(0, 256, (48, 80, 3)).astype(np.uint8)).save(
+            str(folder / ("%02d.png" % i)))
+    config = load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
+        model={"width": 0.125, "kernel_size": 3, "output_kernel": 1},
+        data={"synthetic": False, "sources": [str(folder)], "crop_width": 32,
+              "val_triplets": 2, "layered_fraction": 0.5, "max_motion": 2.0,
+              "static_threshold": 0.0, "val_fraction": 0.3},
+        train={"run_dir": str(tmp_path / "run"), "batch_size": 4, "num_devices": 2,
+               "frame_weight": 1.0, "frame_mass": True, "frame_real_weight": 0.0})
+    inputs = rng.rand(4, 32, 32, 6).astype(np.float32)
+    targets = rng.rand(4, 32, 32, 3).astype(np.float32)
+    t = Trainer(config, progress=False, log=lambda m: None).setup()
+    try:
+        def loss(kinds):
+            feed = {t.inputs: inputs, t.targets: targets, t.is_training: False,
+                    t.layered: np.asarray(kinds, np.float32)}
+            return t.sess.run([t.loss, t.prediction], feed)
+
+        real, pred = loss([0, 0, 0, 0])
+        np.testing.assert_allclose(real, np.mean(np.abs(pred - targets)), rtol=1e-5)
+        each = [loss(np.eye(4)[b])[0] - real for b in range(4)]
+        assert min(each) > 1e-4
+        assert sum(each) == pytest.approx(loss([1, 1, 1, 1])[0] - real, rel=1e-3)
+    finally:
+        t.close()

@@ -180,6 +180,7 @@ def test_script_bad_config_prints_one_line(tmp_path):
                           "run_dir", "batch_size", "steps", "learning_rate", "lr_schedule",
                           "lr_decay_steps", "lr_decay_rate", "min_lr_ratio", "loss",
                           "gradient_weight", "census_weight", "frame_weight", "frame_mass",
+                          "frame_real_weight",
                           "frame_temperature",
                           "symmetry_weight", "smooth_weight", "smooth_edge", "warp_weight",
                           "checkpoint_every",

@@ -103,6 +103,7 @@ class TrainConfig:
     census_weight: float = 0.0
     frame_weight: float = 0.0
     frame_mass: bool = False
+    frame_real_weight: float = 1.0
     frame_temperature: float = 1.0
     symmetry_weight: float = 0.0
     smooth_weight: float = 0.0
@@ -140,6 +141,9 @@ class TrainConfig:
         for key in ("checkpoint_every", "keep_checkpoints", "summary_every", "validate_every"):
             _check(getattr(self, key) >= 1, "train." + key, "must be at least 1")
         _check(self.threads >= 0, "train.threads", "must be >= 0 (0: TensorFlow decides)")
+        _check(0 <= self.frame_real_weight <= 1, "train.frame_real_weight",
+               "must be from 0 (the frame and warp terms on layered triplets only) to 1 "
+               "(on every triplet)")
         _check(0.1 <= self.frame_temperature <= 10, "train.frame_temperature",
                "must be from 0.1 to 10 (1: the network's own weights)")
         _check(0 <= self.smooth_edge <= 1000, "train.smooth_edge",
@@ -267,6 +271,11 @@ def config_from_dict(data, origin="config"):
         _check(not kwargs["train"].frame_mass or kwargs["train"].frame_weight > 0
                or kwargs["train"].warp_weight > 0, "train.frame_mass",
                "weighs the frame and warp terms: needs train.frame_weight or warp_weight > 0")
+        _check(kwargs["train"].frame_real_weight == 1.0 or (
+            kwargs["train"].frame_weight > 0 or kwargs["train"].warp_weight > 0)
+               and kwargs["data"].layered_fraction > 0, "train.frame_real_weight",
+               "weighs the frame and warp terms on real triplets against layered ones: needs "
+               "train.frame_weight or warp_weight > 0 and data.layered_fraction > 0")
         _check(kwargs["train"].frame_temperature == 1.0 or any(
             getattr(kwargs["train"], key) > 0 for key in KERNEL_TERMS),
                "train.frame_temperature", "acts on the kernel terms: needs train.frame_weight, "

@@ -15,7 +15,9 @@ With the adaptive-kernel head two more terms act on the kernels themselves (no f
   each frame's own blend is right only where that frame's offset is.
   With ``frame_mass`` each frame's loss at a pixel is weighted by twice its share of the
   blend there, so that where the network blends from one frame only (the other one
-  occluded) the other is not pulled towards a wrong place.
+  occluded) the other is not pulled towards a wrong place. With ``frame_real_weight`` < 1
+  the frame and warp terms of the real training triplets are weighed down against the
+  layered ones' (each triplet's kind comes with the batch; 0: layered triplets only).
 * ``symmetry``: where motion is steady the two frames' offsets are opposite; the mean
   over pixels of ``|dx_t + dx_t2| + |dy_t + dy_t2|`` (pixels) pulls them so.
 * ``smooth``: edge-aware first-order smoothness of the two frames' offsets
@@ -187,7 +189,27 @@ def _image_loss_numpy(prediction, target, train_config, weight=None):
     return loss
 
 
-def frame_loss(blends, target, train_config, masses=None):
+def _frame_weights(masses, example_weight, target, np_=False):
+    """Each frame's per-pixel weight ``[B, H, W]`` for the frame and warp terms: twice its
+    share of the blend (``masses [B, H, W, 2]``) times the triplet's ``example_weight
+    [B]``; None for a factor that is absent (both absent: the plain mean)."""
+    if masses is None and example_weight is None:
+        return [None, None]
+    if masses is None:
+        ones = np.ones(np.shape(target)[:3]) if np_ else tf.ones_like(target[..., 0])
+        shares = [ones, ones]  # [B, H, W] each
+    elif np_:
+        shares = [2.0 * np.asarray(masses, np.float64)[..., j] for j in range(2)]
+    else:
+        shares = [2.0 * masses[..., j] for j in range(2)]
+    if example_weight is None:
+        return shares
+    if np_:
+        example_weight = np.asarray(example_weight, np.float64)
+    return [share * example_weight[:, None, None] for share in shares]
+
+
+def frame_loss(blends, target, train_config, masses=None, example_weight=None):
     """The image loss of each frame's own blend, the mean over the two frames.
 
     Args:
@@ -198,20 +220,21 @@ def frame_loss(blends, target, train_config, masses=None):
         (:func:`vidcorr.model.kernels.frame_masses`): frame j's loss at a pixel is then
         weighted by ``2 m_j``, so a frame the blend does not use there (occluded) is not
         asked to reconstruct it, and equal shares give the unweighted loss.
+      example_weight: optional ``[B]``, each triplet's weight (the mean stays over the
+        whole batch, so weight 0 takes a triplet out of the term without renormalising).
 
     Returns:
       A scalar tensor.
     """
-    weights = [None, None] if masses is None else [2.0 * masses[..., j] for j in range(2)]
+    weights = _frame_weights(masses, example_weight, target)
     return 0.5 * (_image_loss(blends[..., 0, :], target, train_config, weights[0])
                   + _image_loss(blends[..., 1, :], target, train_config, weights[1]))
 
 
-def frame_loss_numpy(blends, target, train_config, masses=None):
+def frame_loss_numpy(blends, target, train_config, masses=None, example_weight=None):
     """:func:`frame_loss` on numpy arrays, as a float."""
     blends = np.asarray(blends, np.float64)
-    weights = [None, None] if masses is None else [2.0 * np.asarray(masses, np.float64)[..., j]
-                                                   for j in range(2)]
+    weights = _frame_weights(masses, example_weight, target, np_=True)
     return 0.5 * (_image_loss_numpy(blends[..., 0, :], target, train_config, weights[0])
                   + _image_loss_numpy(blends[..., 1, :], target, train_config, weights[1]))
 
@@ -273,8 +296,21 @@ def smoothness_loss_numpy(offsets, image, edge):
     return 0.5 * total
 
 
+def _per_triplet(train_config, layered, np_=False):
+    """Each triplet's weight in the frame and warp terms ``[B]``: 1 for a layered one,
+    ``train.frame_real_weight`` for a real one; None when that is 1 (every triplet alike)."""
+    real = train_config.frame_real_weight
+    if real == 1.0:
+        return None
+    if layered is None:
+        raise ValueError("train.frame_real_weight needs each triplet's kind (layered or real)")
+    if np_:
+        layered = np.asarray(layered, np.float64)
+    return real + (1.0 - real) * layered
+
+
 def training_loss(prediction, target, train_config, blends=None, offsets=None, masses=None,
-                  warps=None):
+                  warps=None, layered=None):
     """The loss a training config asks for: reconstruction plus the weighted terms.
 
     Args:
@@ -291,6 +327,9 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
       warps: each frame warped by its own kernel centroid ``[B, H, W, 2, 3]``
         (:func:`vidcorr.model.warping.warp_frames`); needed when ``warp_weight`` > 0.
         Its term is :func:`frame_loss` of the warped frames.
+      layered: ``[B]``, 1 for a layered training triplet and 0 for a real one; needed
+        when ``frame_real_weight`` < 1, which then weighs the frame and warp terms of
+        the real triplets.
 
     Returns:
       A scalar tensor.
@@ -303,6 +342,7 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
     if train_config.frame_mass and masses is None and (
             train_config.frame_weight > 0 or train_config.warp_weight > 0):
         raise ValueError("train.frame_mass needs each frame's share of the blend")
+    per_triplet = _per_triplet(train_config, layered)
     # the frame and warp terms: the image loss of each frame's own blend / own warp
     for weight, images, needs in (
             (train_config.frame_weight, blends,
@@ -312,7 +352,7 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
         if weight > 0:
             if images is None:
                 raise ValueError("train." + needs)
-            loss += weight * frame_loss(images, target, train_config, shares)
+            loss += weight * frame_loss(images, target, train_config, shares, per_triplet)
     if train_config.symmetry_weight > 0:
         if offsets is None:
             raise ValueError("train.symmetry_weight needs the kernels' offsets (a kernel head)")
@@ -326,13 +366,14 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
 
 
 def training_loss_numpy(prediction, target, train_config, blends=None, offsets=None,
-                        masses=None, warps=None):
+                        masses=None, warps=None, layered=None):
     """:func:`training_loss` on numpy arrays, as a float."""
     loss = _image_loss_numpy(prediction, target, train_config)
     shares = masses if train_config.frame_mass else None
+    per_triplet = _per_triplet(train_config, layered, np_=True)
     for weight, images in ((train_config.frame_weight, blends), (train_config.warp_weight, warps)):
         if weight > 0:
-            loss += weight * frame_loss_numpy(images, target, train_config, shares)
+            loss += weight * frame_loss_numpy(images, target, train_config, shares, per_triplet)
     if train_config.symmetry_weight > 0:
         loss += train_config.symmetry_weight * symmetry_loss_numpy(offsets)
     if train_config.smooth_weight > 0:

@@ -152,18 +152,19 @@ class TripletData(object):
         return triplet
 
     def _draw(self, rng, ranges, training):
-        """One ``[3, h, w, 3]`` triplet from its source: synthetic, layered or real."""
+        """One ``[3, h, w, 3]`` triplet from its source (synthetic, layered or real), and
+        whether it is layered."""
         c = self.config
         if c.synthetic:
             return moving_triplet(rng, self.crop[0], self.crop[1], c.max_motion,
-                                  c.velocity or None)[0]
+                                  c.velocity or None)[0], False
         if training and c.layered_fraction > 0 and rng.rand() < c.layered_fraction:
-            return self._layered(rng, ranges)
-        return self._real(rng, ranges)
+            return self._layered(rng, ranges), True
+        return self._real(rng, ranges), False
 
     def _sample(self, rng, ranges, augment):
-        triplet = self._draw(rng, ranges, augment)
-        return self._augment(rng, triplet) if augment else triplet
+        triplet, layered = self._draw(rng, ranges, augment)
+        return (self._augment(rng, triplet) if augment else triplet), layered
 
     def _augment(self, rng, triplet):
         """Random flips and time reversal of a ``[3, h, w, 3]`` triplet."""
@@ -176,18 +177,31 @@ class TripletData(object):
             triplet = triplet[::-1]
         return triplet
 
-    def batch(self, rng, batch_size, validation=False):
+    def batch(self, rng, batch_size, validation=False, kinds=False):
         """Draws ``(inputs [B, h, w, 6], targets [B, h, w, 3])`` float32 in [0, 1].
 
         Every source (synthetic, layered, real) gives ``[3, h, w, 3]`` triplets;
         training triplets then pass through the same augmentation (flips, time
         reversal), validation triplets through none.
+
+        Args:
+          rng: a ``numpy.random.RandomState``.
+          batch_size: the number of triplets B.
+          validation: draw from the held-out part, without layers or augmentation.
+          kinds: also return ``layered [B]`` float32, 1 for a layered triplet and 0 for
+            a real (or synthetic) one; the draws are the same either way.
+
+        Returns:
+          ``(inputs, targets)``, or ``(inputs, targets, layered)`` with ``kinds``.
         """
         ranges = self.val_ranges if validation else self.train_ranges
-        triplets = np.stack([self._sample(rng, ranges, not validation)
-                             for _ in range(batch_size)])  # [B, 3, h, w, 3]
+        samples = [self._sample(rng, ranges, not validation) for _ in range(batch_size)]
+        triplets = np.stack([triplet for triplet, _ in samples])  # [B, 3, h, w, 3]
         inputs = np.concatenate([triplets[:, 0], triplets[:, 2]], axis=-1)
-        return np.ascontiguousarray(inputs), np.ascontiguousarray(triplets[:, 1])
+        out = (np.ascontiguousarray(inputs), np.ascontiguousarray(triplets[:, 1]))
+        if kinds:
+            out += (np.array([layered for _, layered in samples], np.float32),)  # [B]
+        return out
 
     def validation_set(self):
         """The fixed validation triplets: ``(inputs [N, h, w, 6], targets [N, h, w, 3])``."""
@@ -195,16 +209,19 @@ class TripletData(object):
         return self.batch(rng, self.config.val_triplets, validation=True)
 
     def batches(self, batch_size, seed, start_step=0):
-        """An endless generator of training batches, deterministic in (seed, start_step)."""
+        """An endless generator of training batches ``(inputs, targets, layered)``
+        (:meth:`batch` with ``kinds``), deterministic in (seed, start_step)."""
         rng = np.random.RandomState([seed, start_step])
         while True:
-            yield self.batch(rng, batch_size)
+            yield self.batch(rng, batch_size, kinds=True)
 
     def dataset(self, batch_size, seed, start_step=0, prefetch=4):
-        """A prefetching ``tf.data.Dataset`` of training batches."""
+        """A prefetching ``tf.data.Dataset`` of training batches ``(inputs [B, h, w, 6],
+        targets [B, h, w, 3], layered [B])``."""
         ch, cw = self.crop
         ds = tf.data.Dataset.from_generator(
             lambda: self.batches(batch_size, seed, start_step),
-            (tf.float32, tf.float32),
-            (tf.TensorShape([batch_size, ch, cw, 6]), tf.TensorShape([batch_size, ch, cw, 3])))
+            (tf.float32, tf.float32, tf.float32),
+            (tf.TensorShape([batch_size, ch, cw, 6]), tf.TensorShape([batch_size, ch, cw, 3]),
+             tf.TensorShape([batch_size])))
         return ds.prefetch(prefetch)

@@ -74,7 +74,8 @@ def kernel_terms(endpoints, config):
     return terms
 
 
-def build_towers(config, optimizer, inputs, targets, is_training, quantize, global_step):
+def build_towers(config, optimizer, inputs, targets, is_training, quantize, global_step,
+                 layered=None):
     """Builds the towers' training step.
 
     Args:
@@ -85,6 +86,8 @@ def build_towers(config, optimizer, inputs, targets, is_training, quantize, glob
       is_training: batch norm's switch (bool or tensor).
       quantize: the quantize switch (bool or tensor).
       global_step: incremented by the step.
+      layered: ``[B]``, 1 for a layered triplet and 0 for a real one (the loss needs it
+        when ``train.frame_real_weight`` < 1).
 
     Returns:
       :class:`Towers`: the whole batch's prediction ``[B, h, w, 3]`` and mean loss,
@@ -93,11 +96,12 @@ def build_towers(config, optimizer, inputs, targets, is_training, quantize, glob
     """
     n = config.train.num_devices
     if n == 1:  # one step, placed by TensorFlow
-        devices, shares_in, shares_tg = [None], [inputs], [targets]
+        devices, shares_in, shares_tg, shares_ly = [None], [inputs], [targets], [layered]
     else:
         devices = tower_devices(n)
         shares_in = tf.split(inputs, n)  # n x [B/n, h, w, 6]
         shares_tg = tf.split(targets, n)  # n x [B/n, h, w, 3]
+        shares_ly = [None] * n if layered is None else tf.split(layered, n)  # n x [B/n]
     predictions, losses, grads, variables = [], [], [], None
     for i, device in enumerate(devices):
         place = contextlib.ExitStack() if device is None else tf.device(_placer(device))
@@ -109,7 +113,7 @@ def build_towers(config, optimizer, inputs, targets, is_training, quantize, glob
                         update_moving=i == 0)  # [B/n, h, w, 3]
             if i == 0:
                 variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
-            loss = training_loss(pred, shares_tg[i], config.train,
+            loss = training_loss(pred, shares_tg[i], config.train, layered=shares_ly[i],
                                  **kernel_terms(ends, config))
             grads.append(optimizer.compute_gradients(
                 loss, var_list=tf.trainable_variables(MODEL_SCOPE)))

@@ -213,10 +213,11 @@ class Trainer(object):
         c = self.config
         h, w = c.data.crop_height, c.data.crop_width
         self.global_step = tf.train.get_or_create_global_step()
-        batch_in, batch_tg = tf.data.make_one_shot_iterator(
+        batch_in, batch_tg, batch_ly = tf.data.make_one_shot_iterator(
             self.data.dataset(c.train.batch_size, c.train.seed, start_step)).get_next()
         self.inputs = tf.placeholder_with_default(batch_in, [None, h, w, 6], "inputs")
         self.targets = tf.placeholder_with_default(batch_tg, [None, h, w, 3], "targets")
+        self.layered = tf.placeholder_with_default(batch_ly, [None], "layered")  # [B] 1: layered
         self.is_training = tf.placeholder_with_default(True, [], "is_training")
         # A quantized run gets a tensor switch, so validation can report float too.
         self.quantize = (tf.placeholder_with_default(True, [], "quantize")
@@ -225,7 +226,7 @@ class Trainer(object):
         optimizer = self._optimizer(tf.train.AdamOptimizer(self.lr))
         # One device or data-parallel towers (vidcorr/training/towers.py).
         step = build_towers(c, optimizer, self.inputs, self.targets, self.is_training,
-                            self.quantize, self.global_step)
+                            self.quantize, self.global_step, self.layered)
         self.prediction, self.loss, self.train_op = step.prediction, step.loss, step.train_op
         self.grads_and_vars, self.network_variables = step.grads_and_vars, step.variables
         self.devices = step.devices
