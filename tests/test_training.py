@@ -131,13 +131,13 @@ def test_nan_loss_stops_and_keeps_last_checkpoint(tmp_path, monkeypatch):
     original = TripletData.batch
     calls = {"n": 0}
 
-    def poisoned(self, rng, batch_size, validation=False):
-        inputs, targets = original(self, rng, batch_size, validation)
+    def poisoned(self, rng, batch_size, validation=False, **kwargs):
+        inputs, targets, *kinds = original(self, rng, batch_size, validation, **kwargs)
         if not validation:
             calls["n"] += 1
             if calls["n"] > 12:
                 inputs = inputs * np.nan
-        return inputs, targets
+        return (inputs, targets, *kinds)
 
     monkeypatch.setattr(TripletData, "batch", poisoned)
     with pytest.raises(TrainingDiverged, match="NaN|nan"):
