@@ -230,3 +230,23 @@ def test_learning_rate_schedules_closed_form(sess, schedule):
             c = 0.5 * (1 + np.cos(np.pi * min(s, 1000) / 1000.0))
             expected = 0.01 * ((1 - 0.1) * c + 0.1)
         assert sess.run(lr, {step: s}) == pytest.approx(expected, rel=1e-5), s
+
+
+def test_each_task_draws_its_own_training_stream(tmp_path):
+    """A distributed worker (``task_seed`` its index) draws the stream of the seed plus
+    its index, so workers do not train on the same triplets."""
+    from vidcorr.training.trainer import Trainer
+
+    drawn = []
+    for task in (0, 1):
+        t = Trainer(_quick(tmp_path, "t%d" % task), progress=False, log=lambda m: None)
+        t.task_seed = task
+        t.setup()
+        try:
+            drawn.append(t.sess.run(t.inputs))
+            expected = next(t.data.batches(t.config.train.batch_size,
+                                           t.config.train.seed + task))[0]
+            np.testing.assert_array_equal(drawn[-1], expected)
+        finally:
+            t.close()
+    assert not np.array_equal(drawn[0], drawn[1])

@@ -225,3 +225,14 @@ class TripletData(object):
             (tf.TensorShape([batch_size, ch, cw, 6]), tf.TensorShape([batch_size, ch, cw, 3]),
              tf.TensorShape([batch_size])))
         return ds.prefetch(prefetch)
+
+    def training_inputs(self, batch_size, seed, start_step=0):
+        """The training batches as graph inputs a caller may feed instead: placeholders
+        defaulting to :meth:`dataset`'s next batch, ``(inputs [None, h, w, 6], targets
+        [None, h, w, 3], layered [None])`` named ``inputs``, ``targets`` and ``layered``
+        (feed ``layered`` beside ``inputs`` when a fed batch's loss needs the kinds)."""
+        ch, cw = self.crop
+        batch = tf.data.make_one_shot_iterator(
+            self.dataset(batch_size, seed, start_step)).get_next()
+        return tuple(tf.placeholder_with_default(tensor, [None] + shape, name) for tensor, shape, name
+                     in zip(batch, ([ch, cw, 6], [ch, cw, 3], []), ("inputs", "targets", "layered")))

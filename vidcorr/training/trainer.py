@@ -211,13 +211,10 @@ class Trainer(object):
 
     def _build(self, start_step):
         c = self.config
-        h, w = c.data.crop_height, c.data.crop_width
         self.global_step = tf.train.get_or_create_global_step()
-        batch_in, batch_tg, batch_ly = tf.data.make_one_shot_iterator(
-            self.data.dataset(c.train.batch_size, c.train.seed, start_step)).get_next()
-        self.inputs = tf.placeholder_with_default(batch_in, [None, h, w, 6], "inputs")
-        self.targets = tf.placeholder_with_default(batch_tg, [None, h, w, 3], "targets")
-        self.layered = tf.placeholder_with_default(batch_ly, [None], "layered")  # [B] 1: layered
+        # [B, h, w, 6], [B, h, w, 3], [B] (1: layered), fed or drawn from the data
+        self.inputs, self.targets, self.layered = self.data.training_inputs(
+            c.train.batch_size, c.train.seed + self.task_seed, start_step)
         self.is_training = tf.placeholder_with_default(True, [], "is_training")
         # A quantized run gets a tensor switch, so validation can report float too.
         self.quantize = (tf.placeholder_with_default(True, [], "quantize")
