@@ -106,20 +106,32 @@ def test_the_default_models_recipe():
     sharp = _shipped("cpu_sharp.json").train
     assert dataclasses.replace(sharp, steps=800, run_dir=warp.run_dir) == warp
     assert sharp.steps == 1600 and sharp.run_dir == "runs/cpu_sharp"
-    # the second stage: from the first (exported to vidcorr/models/sharp_stage1), census,
+    # r28, the second stage until 2026-12-03 (frozen as vidcorr/models/sharp_stage2): census,
     # the frame term at temperature 1 and smoothness, no warp term, 600 steps at 3e-5
-    polish = _shipped("cpu_sharp_polish.json").train
-    r28 = _shipped("ranking", "r28_polish_r13.json").train
-    assert dataclasses.replace(polish, run_dir=r28.run_dir) == r28
+    r28 = _shipped("ranking", "r28_polish_r13.json")
+    assert (r28.train.census_weight, r28.train.frame_weight, r28.train.frame_mass,
+            r28.train.frame_temperature, r28.train.smooth_weight, r28.train.warp_weight,
+            r28.train.steps, r28.train.learning_rate, r28.data.layered_fraction) == (
+                0.2, 2.0, True, 1.0, 0.03, 0.0, 600, 3e-5, 0.75)
+    # the second stage now (r48): r28's config with half the training triplets layered and
+    # without the frame term, from the first stage (exported to vidcorr/models/sharp_stage1)
+    polish_config = _shipped("cpu_sharp_polish.json")
+    polish = polish_config.train
+    r48 = _shipped("ranking", "r48_r43_frame0.json")
+    assert dataclasses.replace(polish, run_dir=r48.train.run_dir) == r48.train
+    assert polish_config.data == r48.data and polish_config.model == r48.model
     assert polish.init_from == "vidcorr/models/sharp_stage1"
     assert polish.run_dir == "runs/cpu_sharp_polish"
-    assert (polish.census_weight, polish.frame_weight, polish.frame_mass, polish.frame_temperature,
-            polish.smooth_weight, polish.warp_weight, polish.steps, polish.learning_rate) == (
-                0.2, 2.0, True, 1.0, 0.03, 0.0, 600, 3e-5)
-    # its quantized fine-tune keeps the second stage's loss terms
+    assert dataclasses.replace(polish, frame_weight=2.0, frame_mass=True,
+                               run_dir=r28.train.run_dir) == r28.train
+    assert dataclasses.replace(polish_config.data, layered_fraction=0.75) == r28.data
+    assert (polish.frame_weight, polish.warp_weight, polish_config.data.layered_fraction) == (
+        0.0, 0.0, 0.5)
+    # its quantized fine-tune keeps the second stage's loss terms and data
     quantized = _shipped("finetune_quantized.json")
     assert quantized.model.quantize and quantized.model.num_bits == 8
     assert dataclasses.replace(quantized.train, steps=600, learning_rate=3e-5,
                                validate_every=polish.validate_every, init_from=polish.init_from,
                                run_dir=polish.run_dir) == polish
+    assert quantized.data == polish_config.data
     assert quantized.train.init_from == "vidcorr/models/default"  # cpu_sharp_polish, exported
