@@ -83,7 +83,7 @@ class Trainer(object):
         self.step = 0
         self._stop_signal = None
         self.is_chief = True  # the process that writes checkpoints, summaries and validation
-        self.task_seed = 0  # added to the data seed (distributed workers draw different data)
+        self.seed = config.train.seed  # graph and data seed (distributed: plus the task index)
         self.lock = None
         self.last_saved = None  # the latest checkpoint this process wrote
         self.rate = None  # smoothed samples per second
@@ -148,7 +148,7 @@ class Trainer(object):
             rundir.write_config(self.run_dir, c)
         self.graph = tf.Graph()
         with self.graph.as_default():
-            tf.set_random_seed(c.train.seed + self.task_seed)
+            tf.set_random_seed(self.seed)
             with self._placement():
                 self._build(start_step)
             self._start_session(latest, start_step, init_prefix)
@@ -214,7 +214,7 @@ class Trainer(object):
         self.global_step = tf.train.get_or_create_global_step()
         # [B, h, w, 6], [B, h, w, 3], [B] (1: layered), fed or drawn from the data
         self.inputs, self.targets, self.layered = self.data.training_inputs(
-            c.train.batch_size, c.train.seed + self.task_seed, start_step)
+            c.train.batch_size, self.seed, start_step)
         self.is_training = tf.placeholder_with_default(True, [], "is_training")
         # A quantized run gets a tensor switch, so validation can report float too.
         self.quantize = (tf.placeholder_with_default(True, [], "quantize")
