@@ -30,6 +30,12 @@ def test_bad_match_options_name_their_flag(flag, value, message, capsys):
     assert message in line, line
 
 
+def test_export_takes_one_run_for_serving(tmp_path, capsys):
+    line = _usage_error(cli.export_main, ["--run", "a", "--run", "b", "--out", str(tmp_path / "s"),
+                                          "--format", "saved_model"], capsys)
+    assert "--format saved_model takes one --run" in line, line
+
+
 def test_bad_evaluate_arguments_are_one_line(tmp_path, capsys):
     out = str(tmp_path / "r")
     assert "--levels: expected integers" in _usage_error(

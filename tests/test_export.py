@@ -118,3 +118,63 @@ def test_export_never_replaces_a_training_run(trained_tiny, tmp_path):
     empty.mkdir()
     export_model(run, str(empty), interpolation=False, log=lambda m: None)
     assert "card.json" in os.listdir(str(empty))
+
+
+def test_average_values_is_the_elementwise_mean():
+    from vidcorr.apps.export import average_values
+
+    rng = np.random.RandomState(0)
+    shapes = {"mind/conv/weights": (3, 3, 2, 4), "mind/conv/bn/moving_mean": (4,)}
+    runs = [{n: rng.randn(*s).astype(np.float32) for n, s in shapes.items()} for _ in range(3)]
+    mean = average_values(runs)
+    assert sorted(mean) == sorted(shapes)
+    for name in shapes:
+        assert mean[name].dtype == np.float32
+        np.testing.assert_allclose(mean[name], (runs[0][name] + runs[1][name] + runs[2][name]) / 3,
+                                   rtol=1e-6, atol=1e-7)
+    fewer = {"mind/conv/weights": runs[1]["mind/conv/weights"]}
+    other = dict(runs[1], **{"mind/conv/bn/moving_mean": np.zeros(5, np.float32)})
+    for bad in (fewer, other):
+        with pytest.raises(UserError, match="different networks"):
+            average_values([runs[0], bad])
+
+
+def test_export_averages_checkpoints_and_measures_the_average(trained_tiny, tmp_path):
+    """Several checkpoints export as their mean; the card's PSNR is the mean's own."""
+    import shutil
+
+    from vidcorr.evaluation.evaluate import interpolation_quality
+    from vidcorr.io.rundir import checkpoint_values
+    from vidcorr.training.data import TripletData
+
+    config, _ = trained_tiny
+    run = config.train.run_dir
+    prefixes = [os.path.join(run, "model.ckpt-%d" % s) for s in (150, 300)]
+    out = str(tmp_path / "soup")
+    card = export_model(prefixes, out, log=lambda m: None)
+    assert card["averaged"] == ["run/model.ckpt-150", "run/model.ckpt-300"]  # portable
+    assert card["steps"] == 150
+    got = checkpoint_values(tf.train.latest_checkpoint(out))
+    first, last = (checkpoint_values(p) for p in prefixes)
+    assert sorted(got) == sorted(first)
+    for name in got:
+        np.testing.assert_allclose(got[name], (first[name] + last[name]) / 2, rtol=1e-5,
+                                   atol=1e-7)
+    inputs, targets = TripletData(config.data).validation_set()
+    for prefix, expected in ((out, True), (prefixes[0], False)):
+        matcher = Matcher(prefix)
+        rows = interpolation_quality({"model": matcher}, inputs, targets, lambda m: None)
+        matcher.close()
+        psnr = [r["psnr"] for r in rows if r["method"] == "model"][0]
+        assert (round(psnr, 3) == card["validation"]["model"]["psnr"]) == expected, prefix
+    wider = tmp_path / "wider"
+    shutil.copytree(run, str(wider))
+    with open(str(wider / "config.json")) as f:
+        data = json.load(f)
+    data["model"]["width"] = 0.5
+    with open(str(wider / "config.json"), "w") as f:
+        json.dump(data, f)
+    with pytest.raises(UserError, match="networks differ"):
+        export_model([run, str(wider)], str(tmp_path / "mixed"), interpolation=False,
+                     log=lambda m: None)
+    assert not os.path.exists(str(tmp_path / "mixed"))

@@ -272,6 +272,43 @@ def test_correspond_script_bad_out_fails_before_work(random_checkpoint, tmp_path
     assert proc.returncode == 2 and "--max-size must be an integer of at least 32 pixels, got -5" in proc.stderr
 
 
+def test_correspond_checks_input_before_loading_the_network(tmp_path):
+    """Bad pairs and a bad stride fail without importing TensorFlow or reading the
+    checkpoint; the checkpoint is read (and a missing one reported) once a pair is ready."""
+    code = """if True:
+        import sys
+        from vidcorr.apps.correspond import correspond_pairs
+        from vidcorr.errors import UserError
+        a, small, out = sys.argv[1:4]
+        for stride in (0, 2.5):
+            try:
+                correspond_pairs([("p", a, a)], out, "no/such/run", stride=stride)
+            except UserError as err:
+                assert "stride must be an integer" in str(err), err
+            else:
+                raise AssertionError("stride %r accepted" % stride)
+        results = correspond_pairs([("p", a, small), ("q", a, out + "/missing.png")], out,
+                                   "no/such/run", stride=8)
+        assert ["differ in size" in results[0].error,
+                "image not found" in results[1].error] == [True, True], results
+        assert "tensorflow" not in sys.modules
+        try:
+            correspond_pairs([("p", a, small), ("r", a, a)], out, "no/such/run", stride=8)
+        except UserError as err:
+            assert "checkpoint not found: no/such/run" in str(err), err
+        else:
+            raise AssertionError("a missing checkpoint was not reported")
+        print("ok")
+    """
+    a, _ = _write_pair(tmp_path)
+    Image.fromarray(np.zeros((40, 80, 3), np.uint8)).save(str(tmp_path / "small.png"))
+    proc = subprocess.run([sys.executable, "-c", code, a, str(tmp_path / "small.png"),
+                           str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("mode", ["I;16", "I", "F", "L", "P", "LA", "RGBA", "CMYK", "1"])
 def test_every_image_mode_is_read_at_its_real_range(tmp_path, mode):
     """A ramp saved in each Pillow mode reads back as the same ramp in [0, 1]."""

@@ -233,15 +233,16 @@ def test_learning_rate_schedules_closed_form(sess, schedule):
 
 
 def test_each_task_draws_its_own_training_stream(tmp_path):
-    """A distributed worker's seed is the config's plus its task index (as
-    ``DistributedTrainer`` sets it); each draws that seed's stream, so workers do not train on
-    the same triplets."""
+    """A worker's seed is the config's plus its task index (``DistributedTrainer`` sets only
+    ``task_index``); each draws that seed's stream, so workers do not train on the same
+    triplets."""
     from vidcorr.training.trainer import Trainer
 
     drawn = []
     for task in (0, 1):
         t = Trainer(_quick(tmp_path, "t%d" % task), progress=False, log=lambda m: None)
-        t.seed = t.config.train.seed + task
+        t.task_index = task
+        assert t.seed == t.config.train.seed + task
         t.setup()
         try:
             drawn.append(t.sess.run(t.inputs))

@@ -303,6 +303,7 @@ def export_main(argv=None):
           [--evaluation evaluation/default.json] [--notes "..."]
       python scripts/export_model.py --run vidcorr/models/default --out serving/default \
           --format saved_model,onnx
+      python scripts/export_model.py --run RUN_A --run RUN_B --out DIR   (their average)
 
     checkpoint (the default): the network's variables, config.json and card.json, a
     folder Matcher loads like a run. saved_model: a cond-free, variable-free
@@ -310,8 +311,9 @@ def export_main(argv=None):
     the same as ONNX files too (pip install -e .[onnx])."""
     parser = argparse.ArgumentParser(description=inspect.cleandoc(export_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", required=True, help="run directory, model folder or checkpoint "
-                                                     "prefix")
+    parser.add_argument("--run", required=True, action="append",
+                        help="run directory, model folder or checkpoint prefix; repeated: "
+                             "export the element-wise mean of fine-tunes of one network")
     parser.add_argument("--out", required=True, help="folder to write")
     parser.add_argument("--format", default="checkpoint",
                         help="checkpoint, or saved_model and/or onnx (comma list; default "
@@ -326,13 +328,17 @@ def export_main(argv=None):
     serving = [f for f in formats if f != "checkpoint"]
     if not formats or ("checkpoint" in formats and serving):
         parser.error("--format is checkpoint, or saved_model and/or onnx, got %r" % args.format)
+    if serving and len(args.run) > 1:
+        parser.error("--format %s takes one --run (export an average as a checkpoint first)"
+                     % args.format)
     with quiet_stderr(not args.verbose):
         if serving:
             from vidcorr.apps.serving import export_serving
-            code, _ = run_cli(lambda: export_serving(args.run, args.out, serving))
+            code, _ = run_cli(lambda: export_serving(args.run[0], args.out, serving))
         else:
             from vidcorr.apps.export import export_model
             code, _ = run_cli(lambda: export_model(
-                args.run, args.out, args.evaluation, args.notes,
+                args.run if len(args.run) > 1 else args.run[0], args.out, args.evaluation,
+                args.notes,
                 interpolation=not args.no_interpolation))
     return code

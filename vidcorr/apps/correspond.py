@@ -7,7 +7,9 @@
   no run overwrites its own outputs and a rerun finds them again.
 * A pair whose images are missing, unreadable or of different sizes is
   skipped with its reason (and the list file's line); the others are matched,
-  and the caller gets the failures to report (the CLI exits non-zero).
+  and the caller gets the failures to report (the CLI exits non-zero). Images and
+  arguments are checked before the network is loaded: TensorFlow is imported and
+  the checkpoint read only once a pair is ready to match, so bad input fails fast.
 * A pair's five files are written to temporary names first and renamed into
   place together: an error, an interrupt, a full disk or a concurrent run
   writing the same pair leaves all of a pair's files or none.
@@ -22,10 +24,9 @@ from tqdm import tqdm
 from vidcorr.errors import UserError
 from vidcorr.io.files import atomic_path, check_writable_folder
 from vidcorr.io.flowio import write_flo, write_kitti_flow
-from vidcorr.io.video import (IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source,
-                              to_rgb_float)
+from vidcorr.io.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
 from vidcorr.io.visualize import match_picture
-from vidcorr.readout.matching import Matcher
+from vidcorr.readout.pyramid import grid_points, read_pair
 
 __all__ = ["Pair", "Result", "list_pairs", "unique_names", "correspond_pairs", "write_outputs",
            "check_out_dir", "OUTPUT_SUFFIXES", "parse_shard", "shard_pairs", "finished"]
@@ -290,9 +291,11 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
       A list of :class:`Result`, one per pair tried, in order.
 
     Raises:
-      UserError: for a bad checkpoint or an output folder that cannot take the
-        files (checked before any work), or a failed write.
+      UserError: for a bad stride or an output folder that cannot take the files
+        (checked before any work), a bad checkpoint (checked when the first pair's
+        images have been read), or a failed write.
     """
+    grid_points(1, 1, stride)  # a bad stride fails before any work
     pairs = [p if isinstance(p, Pair) else Pair(*p) for p in pairs]
     if shard is not None:
         pairs = shard_pairs(pairs, shard)
@@ -306,20 +309,30 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
         return []
     created = check_out_dir(out_dir, [p.name for p in pairs])  # removed again if left empty
     matcher, done = None, []
+
+    def skip(pair, start, err):
+        done.append(Result(pair.name, None, time.time() - start, str(err), pair.origin))
+        if log is not None and len(pairs) > 1:
+            log("skipped %s%s: %s" % (pair.name, " (%s)" % pair.origin if pair.origin else "",
+                                      err))
+
     try:
-        matcher = Matcher(checkpoint, options, devices=devices)
         for pair in tqdm(pairs, disable=not progress or len(pairs) < 2, unit="pair"):
             start = time.time()
             try:
-                a = to_rgb_float(pair.frame_t, "frame_t")
-                b = to_rgb_float(pair.frame_t2, "frame_t2")
+                a, b = read_pair(pair.frame_t, pair.frame_t2)
+            except UserError as err:
+                skip(pair, start, err)
+                continue
+            if matcher is None:  # TensorFlow and the checkpoint, once a pair is ready
+                from vidcorr.readout.matching import Matcher
+                matcher = Matcher(checkpoint, options, devices=devices)
+                start = time.time()
+            try:
                 matches = matcher.match(a, b, stride=stride, consistency=consistency,
                                         progress=progress)
             except UserError as err:
-                done.append(Result(pair.name, None, time.time() - start, str(err), pair.origin))
-                if log is not None and len(pairs) > 1:
-                    log("skipped %s%s: %s" % (pair.name, " (%s)" % pair.origin if pair.origin
-                                              else "", err))
+                skip(pair, start, err)
                 continue
             write_outputs(matches, a, b, out_dir, pair.name)
             done.append(Result(pair.name, int(matches.valid.sum()), time.time() - start, None,

@@ -8,6 +8,11 @@ frame average and DIS midpoint warping (measured here on the config's
 held-out triplets), and, when given, the evaluation table written by
 ``scripts/evaluate.py``. :class:`vidcorr.Matcher` loads such a folder like any
 run directory; ``vidcorr/models/default`` is one.
+
+Given several checkpoints of one network (fine-tunes from a common start), it
+exports their element-wise mean (:func:`average_values`: weights and batch-norm
+statistics alike; a "uniform soup"), with the first one's config and the list in
+the card.
 """
 
 import datetime
@@ -16,6 +21,8 @@ import os
 import re
 import shutil
 
+import numpy as np
+
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.io import rundir
@@ -23,7 +30,7 @@ from vidcorr.io.files import (atomic_write, check_writable_folder, os_reason, pu
                               staging_folder)
 from vidcorr.readout.inference import checkpoint_values
 
-__all__ = ["export_model", "CARD_FILE", "MAX_MODEL_MB"]
+__all__ = ["export_model", "average_values", "CARD_FILE", "MAX_MODEL_MB"]
 
 CARD_FILE = "card.json"
 MAX_MODEL_MB = 25.0
@@ -89,6 +96,27 @@ def _portable(path):
     return os.path.join(os.path.basename(os.path.dirname(absolute)), os.path.basename(absolute))
 
 
+def average_values(values):
+    """The element-wise mean of several checkpoints' ``{name: array}`` (the same network).
+
+    Args:
+      values: a list of dicts, as :func:`vidcorr.io.rundir.checkpoint_values` gives.
+
+    Returns:
+      ``{name: mean array}``, in each variable's dtype.
+
+    Raises:
+      UserError: if the checkpoints do not hold the same variables and shapes.
+    """
+    first = values[0]
+    for other in values[1:]:
+        if sorted(other) != sorted(first) or any(
+                other[n].shape != first[n].shape for n in first):
+            raise UserError("cannot average checkpoints of different networks: their variables "
+                            "or shapes differ")
+    return {n: np.mean([v[n] for v in values], axis=0).astype(first[n].dtype) for n in first}
+
+
 def _validation_split(data):
     if data.val_split == "video":
         return "the last %g of the videos (%d triplets)" % (data.val_fraction, data.val_triplets)
@@ -100,7 +128,8 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
     """Exports a run's latest (or given) checkpoint to a model folder with a card.
 
     Args:
-      run: run directory or checkpoint prefix (with ``config.json`` beside it).
+      run: run directory or checkpoint prefix (with ``config.json`` beside it), or a
+        list of them: their average (:func:`average_values`), with the first's config.
       out: the folder to write: new, empty, or an earlier export (replaced
         atomically); never the run itself or another training run.
       evaluation: optional path to an ``evaluate.py`` JSON report to embed.
@@ -112,20 +141,28 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
       The card as a dict.
 
     Raises:
-      UserError: for a missing checkpoint or config, an ``out`` that is not
-        safe to replace (see above), or a model over 25 MB.
+      UserError: for a missing checkpoint or config, checkpoints of different
+        networks, an ``out`` that is not safe to replace (see above), or a model
+        over 25 MB.
     """
     from vidcorr.training.data import TripletData
     from vidcorr.evaluation.evaluate import interpolation_quality
     from vidcorr.readout.matching import Matcher
-    prefix = rundir.find_checkpoint(run)
-    _check_out(out, prefix)
+    prefixes = [rundir.find_checkpoint(r) for r in ([run] if isinstance(run, str) else run)]
+    prefix = prefixes[0]
+    for p in prefixes:
+        _check_out(out, p)
     check_writable_folder(os.path.dirname(os.path.abspath(out)), "the folder of --out")
     config = rundir.read_config(prefix)
     if config is None:
         raise UserError("%s has no config.json beside it; export needs the run's config" % prefix)
+    for p in prefixes[1:]:
+        other = rundir.read_config(p)
+        if other is not None and other.model != config.model:
+            raise UserError("cannot average %s and %s: their configs' networks differ"
+                            % (prefix, p))
     step = rundir.checkpoint_step(prefix)
-    values = checkpoint_values(prefix)
+    values = average_values([checkpoint_values(p) for p in prefixes])
     config = config.replace(train={"run_dir": _portable(config.train.run_dir),
                                    "init_from": _portable(config.train.init_from)})
     card = {
@@ -137,15 +174,8 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
                  "validation": _validation_split(config.data)},
         "config": config.to_dict(), "notes": notes,
     }
-    if interpolation:
-        inputs, targets = TripletData(config.data, log=log).validation_set()
-        matcher = Matcher(prefix)
-        rows = interpolation_quality({"model": matcher}, inputs, targets, log)
-        matcher.close()
-        card["validation"] = {r["method"]: {"psnr": round(r["psnr"], 3),
-                                            "ssim": None if r["ssim"] is None
-                                            else round(r["ssim"], 4)} for r in rows}
-        card["validation"]["triplets"] = int(len(inputs))
+    if len(prefixes) > 1:
+        card["averaged"] = [_portable(p) for p in prefixes]
     if evaluation:
         try:
             with open(evaluation) as f:
@@ -165,6 +195,15 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
             if name.endswith(".meta"):
                 os.remove(os.path.join(staging, name))  # the graph is rebuilt from config.json
         rundir.write_config(staging, config)
+        if interpolation:  # measured on the folder's own weights (an average's too)
+            inputs, targets = TripletData(config.data, log=log).validation_set()
+            matcher = Matcher(os.path.join(staging, "model.ckpt-%d" % step))
+            rows = interpolation_quality({"model": matcher}, inputs, targets, log)
+            matcher.close()
+            card["validation"] = {r["method"]: {"psnr": round(r["psnr"], 3),
+                                                "ssim": None if r["ssim"] is None
+                                                else round(r["ssim"], 4)} for r in rows}
+            card["validation"]["triplets"] = int(len(inputs))
         size_mb = sum(os.path.getsize(os.path.join(staging, n)) for n in os.listdir(staging)) / 2**20
         card["size_mb"] = round(size_mb, 3)
         if size_mb > MAX_MODEL_MB:
@@ -174,12 +213,14 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
                      json.dumps(card, indent=2, sort_keys=True, default=float))
         for name in os.listdir(staging):  # the files as a plain write would make them
             publish(os.path.join(staging, name), os.path.join(staging, name))
-        _check_out(out, prefix)  # again: the folder may have changed while we measured
+        for p in prefixes:  # again: the folder may have changed while we measured
+            _check_out(out, p)
         try:
             if os.path.isdir(out):
                 shutil.rmtree(out)
             publish(staging, out)
         except OSError as err:
             raise UserError("cannot write %s: %s" % (out, os_reason(err)))
-    log("exported %s (step %d, %.2f MB) to %s" % (prefix, step, card["size_mb"], out))
+    log("exported %s (step %d, %.2f MB) to %s" % (" + ".join(prefixes), step, card["size_mb"],
+                                                  out))
     return card

@@ -30,7 +30,7 @@ import numpy as np
 
 from vidcorr.compat import tower_devices
 from vidcorr.errors import UserError
-from vidcorr.io.video import FLOAT_TOLERANCE, resize_float, to_rgb_float
+from vidcorr.io.video import FLOAT_TOLERANCE, resize_float
 from vidcorr.readout.blend import BlendGraph, blend_confidence
 from vidcorr.readout.budget import check_budget
 from vidcorr.readout.confidence import match_confidence, peak_ratio
@@ -38,7 +38,7 @@ from vidcorr.readout.gradients import SensitivityGraph
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.readout.memory import chunk_for_budget
 from vidcorr.readout.options import MIN_SIZE, MatchOptions
-from vidcorr.readout.pyramid import (DEFAULT_LEVELS,
+from vidcorr.readout.pyramid import (DEFAULT_LEVELS, read_pair,
                                      build_pyramid, densify, grid_points, levels_that_fit,
                                      read_out_plan, sample_field, upsample_exact, upsample_field,
                                      warp)
@@ -189,14 +189,8 @@ class Matcher(object):
             self.threads, o.max_pixels_per_run, devices=self.devices))
 
     def _prepare(self, frame_t, frame_t2):
-        a, b = to_rgb_float(frame_t, "frame_t"), to_rgb_float(frame_t2, "frame_t2")
-        if a.shape != b.shape:
-            raise UserError("the two images differ in size: %dx%d and %dx%d"
-                            % (a.shape[1], a.shape[0], b.shape[1], b.shape[0]))
+        a, b = read_pair(frame_t, frame_t2)
         h, w = a.shape[:2]
-        if min(h, w) < MIN_SIZE:
-            raise UserError("images must be at least %d pixels on each side, got %dx%d"
-                            % (MIN_SIZE, w, h))
         scale = 1.0
         if self.options.max_size and max(h, w) > self.options.max_size:
             scale = self.options.max_size / float(max(h, w))

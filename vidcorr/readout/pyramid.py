@@ -41,10 +41,10 @@ import numpy as np
 from scipy import ndimage
 
 from vidcorr.errors import UserError
-from vidcorr.io.video import resize_float
+from vidcorr.io.video import resize_float, to_rgb_float
 
-__all__ = ["MIN_SIZE", "Level", "read_out_plan", "grid_points", "MAX_COARSE_STRIDE", "build_pyramid",
-           "densify", "warp", "sample_field", "upsample_field",
+__all__ = ["MIN_SIZE", "Level", "read_pair", "read_out_plan", "grid_points", "MAX_COARSE_STRIDE",
+           "build_pyramid", "densify", "warp", "sample_field", "upsample_field",
            "upsample_exact", "upsampled_size", "levels_that_fit", "DEFAULT_LEVELS", "UPSAMPLES"]
 
 DEFAULT_LEVELS = 3  # motion up to about 4 times the kernel's reach (docs/matching.md)
@@ -57,6 +57,29 @@ Level = collections.namedtuple("Level", ["index", "height", "width", "step", "po
 Level.__doc__ = """One level of a read-out: ``index`` in the pyramid (0 the finest; the finer
 read-out's level has index 0 too), its image size, the grid step in its own pixels, its number
 of grid points and its ``scale`` against the input (``2^-index``, or ``upsample``)."""
+
+
+def read_pair(frame_t, frame_t2):
+    """A pair as the read-out takes it: two ``[H, W, 3]`` float images of one size.
+
+    Args:
+      frame_t, frame_t2: paths or arrays (:func:`vidcorr.io.video.to_rgb_float`).
+
+    Returns:
+      ``(a, b)``, float32 in [0, 1].
+
+    Raises:
+      UserError: for unreadable images, sizes that differ, or a side under ``MIN_SIZE``.
+    """
+    a, b = to_rgb_float(frame_t, "frame_t"), to_rgb_float(frame_t2, "frame_t2")
+    if a.shape != b.shape:
+        raise UserError("the two images differ in size: %dx%d and %dx%d"
+                        % (a.shape[1], a.shape[0], b.shape[1], b.shape[0]))
+    h, w = a.shape[:2]
+    if min(h, w) < MIN_SIZE:
+        raise UserError("images must be at least %d pixels on each side, got %dx%d"
+                        % (MIN_SIZE, w, h))
+    return a, b
 
 
 def grid_points(height, width, stride, offset=0):

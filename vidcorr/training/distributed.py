@@ -124,7 +124,6 @@ class DistributedTrainer(Trainer):
         self.task_index = task_index
         self.num_workers = len(cluster["worker"])
         self.is_chief = task_index == 0
-        self.seed = config.train.seed + task_index  # each worker draws its own data
         self.server = tf.train.Server(self.cluster, job_name="worker", task_index=task_index,
                                       config=session_config(config.train.threads))
         self._threads, self._coord = [], None

@@ -7,9 +7,8 @@
   ``resume=True``, which continues from its latest checkpoint (global step,
   weights and Adam state); a fresh run that fails before its first checkpoint
   removes what it wrote, so a plain rerun is not refused;
-* ``train.init_from`` seeds a fresh run's network from another checkpoint
-  (a float model for the quantized fine-tune; with ``train.init_widen`` a narrower
-  one, widened to the same function: :mod:`vidcorr.training.initial`);
+* ``train.init_from`` seeds a fresh run's network from another checkpoint (a float model for
+  the quantized fine-tune; ``train.init_widen``: a narrower one, widened, :mod:`.initial`);
 * checkpoints every ``checkpoint_every`` steps and at the end (the last
   ``keep_checkpoints`` kept); SIGINT/SIGTERM finish the current step, save
   and return;
@@ -83,13 +82,18 @@ class Trainer(object):
         self.step = 0
         self._stop_signal = None
         self.is_chief = True  # the process that writes checkpoints, summaries and validation
-        self.seed = config.train.seed  # graph and data seed (distributed: plus the task index)
+        self.task_index = 0  # distributed training: this worker's index
         self.lock = None
         self.last_saved = None  # the latest checkpoint this process wrote
         self.rate = None  # smoothed samples per second
         self._fresh = False  # a new run (nothing to resume)
         self._created_dir = False
         self._holding_signals = False  # run() holds the stop handlers through close()
+
+    @property
+    def seed(self):
+        """The graph and data seed: the config's plus the task index (each worker its own)."""
+        return self.config.train.seed + self.task_index
 
     # -- set-up ----------------------------------------------------------------------------
     def _check_run_dir(self):
