@@ -69,6 +69,8 @@ def test_export_errors(random_checkpoint, tmp_path):
         export_model(random_checkpoint, str(tmp_path / "m"), log=lambda m: None)
     with pytest.raises(UserError, match="checkpoint not found"):
         export_model(str(tmp_path / "nothing"), str(tmp_path / "m"), log=lambda m: None)
+    with pytest.raises(UserError, match="no checkpoint to export"):
+        export_model([], str(tmp_path / "m"), log=lambda m: None)
     assert not os.path.exists(str(tmp_path / "m"))
 
 

@@ -148,7 +148,10 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
     from vidcorr.training.data import TripletData
     from vidcorr.evaluation.evaluate import interpolation_quality
     from vidcorr.readout.matching import Matcher
-    prefixes = [rundir.find_checkpoint(r) for r in ([run] if isinstance(run, str) else run)]
+    runs = list(run) if isinstance(run, (list, tuple)) else [run]
+    if not runs:
+        raise UserError("no checkpoint to export")
+    prefixes = [rundir.find_checkpoint(r) for r in runs]
     prefix = prefixes[0]
     for p in prefixes:
         _check_out(out, p)
