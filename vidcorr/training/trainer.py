@@ -8,7 +8,8 @@
   weights and Adam state); a fresh run that fails before its first checkpoint
   removes what it wrote, so a plain rerun is not refused;
 * ``train.init_from`` seeds a fresh run's network from another checkpoint (a float model for
-  the quantized fine-tune; ``train.init_widen``: a narrower one, widened, :mod:`.initial`);
+  the quantized fine-tune; with ``train.init_widen`` a narrower one, widened to the same
+  function: :mod:`vidcorr.training.initial`);
 * checkpoints every ``checkpoint_every`` steps and at the end (the last
   ``keep_checkpoints`` kept); SIGINT/SIGTERM finish the current step, save
   and return;
