@@ -215,7 +215,7 @@ def test_sigterm_saves_a_loadable_checkpoint(tmp_path):
 @pytest.mark.parametrize("schedule", ["constant", "exponential", "cosine"])
 def test_learning_rate_schedules_closed_form(sess, schedule):
     from vidcorr.model.config import TrainConfig
-    from vidcorr.training.trainer import learning_rate
+    from vidcorr.training.schedule import learning_rate
 
     t = TrainConfig(learning_rate=0.01, lr_schedule=schedule, steps=1000, lr_decay_steps=300,
                     lr_decay_rate=0.5, min_lr_ratio=0.1)

@@ -123,7 +123,6 @@ class DistributedTrainer(Trainer):
         self.cluster = tf.train.ClusterSpec(cluster)
         self.task_index = task_index
         self.num_workers = len(cluster["worker"])
-        self.is_chief = task_index == 0
         self.server = tf.train.Server(self.cluster, job_name="worker", task_index=task_index,
                                       config=session_config(config.train.threads))
         self._threads, self._coord = [], None

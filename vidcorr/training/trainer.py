@@ -2,22 +2,20 @@
 
 ``Trainer(config).run()`` trains until ``train.steps``. Around one small loop:
 
-* the run directory (:mod:`vidcorr.io.rundir`) is locked while the run writes to
-  it, gets the resolved ``config.json``, and is never written over unless
-  ``resume=True``, which continues from its latest checkpoint (global step,
-  weights and Adam state); a fresh run that fails before its first checkpoint
-  removes what it wrote, so a plain rerun is not refused;
+* the run directory (:mod:`vidcorr.io.rundir`) is locked while the run writes to it, gets the
+  resolved ``config.json``, and is never written over unless ``resume=True``, which continues
+  from its latest checkpoint (global step, weights and Adam state); a fresh run that fails
+  before its first checkpoint removes what it wrote, so a plain rerun is not refused;
 * ``train.init_from`` seeds a fresh run's network from another checkpoint (a float model for
   the quantized fine-tune; with ``train.init_widen`` a narrower one, widened to the same
   function: :mod:`vidcorr.training.initial`);
-* checkpoints every ``checkpoint_every`` steps and at the end (the last
-  ``keep_checkpoints`` kept); SIGINT/SIGTERM finish the current step, save
-  and return;
-* around the loop, hooks (:mod:`vidcorr.training.hooks`): TensorBoard summaries (loss,
-  PSNR, learning rate, input/prediction/target images) and a tqdm progress bar;
+* checkpoints every ``checkpoint_every`` steps and at the end (the last ``keep_checkpoints``
+  kept); SIGINT/SIGTERM finish the current step, save and return;
+* hooks (:mod:`vidcorr.training.hooks`): TensorBoard summaries (loss, PSNR, learning rate,
+  images) and a tqdm progress bar;
 * validation PSNR on held-out triplets next to the frame-average baseline;
-* a NaN or Inf loss stops the run with :class:`TrainingDiverged`, leaving the
-  last good checkpoint as it was;
+* a NaN or Inf loss stops the run with :class:`TrainingDiverged`, leaving the last good
+  checkpoint as it was;
 * ``train.num_devices`` > 1 splits each batch over towers (:mod:`vidcorr.training.towers`);
   :class:`vidcorr.training.distributed.DistributedTrainer` runs the same loop as one
   worker of a cluster (only the chief, ``is_chief``, saves and validates).
@@ -41,24 +39,14 @@ from vidcorr.model.losses import psnr, psnr_numpy, reconstruction_loss_numpy
 from vidcorr.training import hooks
 from vidcorr.training.data import TripletData
 from vidcorr.training.initial import initialise_from
+from vidcorr.training.schedule import learning_rate
 from vidcorr.training.towers import build_towers
 
-__all__ = ["Trainer", "TrainingDiverged", "learning_rate", "train"]
+__all__ = ["Trainer", "TrainingDiverged", "train"]
 
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or Inf."""
-
-
-def learning_rate(train_config, global_step):
-    """The learning-rate schedule as a tensor of ``global_step``."""
-    t = train_config
-    if t.lr_schedule == "constant":
-        return tf.constant(t.learning_rate)
-    if t.lr_schedule == "exponential":
-        return tf.train.exponential_decay(t.learning_rate, global_step, t.lr_decay_steps,
-                                          t.lr_decay_rate, staircase=True)
-    return tf.train.cosine_decay(t.learning_rate, global_step, t.steps, alpha=t.min_lr_ratio)
 
 
 class Trainer(object):
@@ -82,7 +70,6 @@ class Trainer(object):
         self.writer = None
         self.step = 0
         self._stop_signal = None
-        self.is_chief = True  # the process that writes checkpoints, summaries and validation
         self.task_index = 0  # distributed training: this worker's index
         self.lock = None
         self.last_saved = None  # the latest checkpoint this process wrote
@@ -95,6 +82,11 @@ class Trainer(object):
     def seed(self):
         """The graph and data seed: the config's plus the task index (each worker its own)."""
         return self.config.train.seed + self.task_index
+
+    @property
+    def is_chief(self):
+        """Task 0: the process that writes checkpoints, summaries and validation."""
+        return self.task_index == 0
 
     # -- set-up ----------------------------------------------------------------------------
     def _check_run_dir(self):
