@@ -72,6 +72,7 @@ def _shipped(*path):
 def test_shipped_configs_are_valid():
     paths = sorted(glob.glob(os.path.join(ROOT, "configs", "*.json")))
     names = {os.path.basename(p) for p in paths}
+    paths += sorted(glob.glob(os.path.join(ROOT, "configs", "cpu_sharp_soup", "*.json")))
     assert {"mind_paper.json", "cpu_small.json", "cpu_match.json", "finetune_quantized.json",
             "tiny_test.json"} <= names
     ranking = sorted(glob.glob(os.path.join(ROOT, "configs", "ranking", "*.json")))
@@ -127,11 +128,40 @@ def test_the_default_models_recipe():
     assert dataclasses.replace(polish_config.data, layered_fraction=0.75) == r28.data
     assert (polish.frame_weight, polish.warp_weight, polish_config.data.layered_fraction) == (
         0.0, 0.0, 0.5)
-    # its quantized fine-tune keeps the second stage's loss terms and data
+    # the default since 2026-12-03 (evening): the element-wise mean of four fine-tunes of the
+    # second stage's export (r48, frozen as vidcorr/models/candidate_layered50_noframe), its
+    # config for 400 steps at 5e-5 with train.seed 0, 1, 2 and at 3e-5 with seed 1: the
+    # ranking runs r57 to r60, whose step-400 checkpoints vidcorr/models/default averages
+    soup = {"finetune_seed0": ("r57_finetune_r48", 0, 5e-5),
+            "finetune_seed1": ("r58_finetune_r48_seed1", 1, 5e-5),
+            "finetune_seed2": ("r59_finetune_r48_seed2", 2, 5e-5),
+            "finetune_seed1_lr3e-5": ("r60_finetune_r48_seed1_lr3", 1, 3e-5)}
+    assert {os.path.basename(p)[:-5] for p in glob.glob(
+        os.path.join(ROOT, "configs", "cpu_sharp_soup", "*.json"))} == set(soup)
+    for name, (run, seed, rate) in soup.items():
+        config = _shipped("cpu_sharp_soup", name + ".json")
+        ranking = _shipped("ranking", run + ".json")
+        assert config.train == dataclasses.replace(ranking.train,
+                                                   run_dir="runs/cpu_sharp_soup/" + name)
+        assert config.data == polish_config.data and config.model == polish_config.model
+        assert config.train == dataclasses.replace(
+            polish, steps=400, learning_rate=rate, seed=seed, checkpoint_every=100,
+            validate_every=100, summary_every=100, run_dir=config.train.run_dir,
+            init_from="vidcorr/models/candidate_layered50_noframe")
+    with open(os.path.join(ROOT, "vidcorr", "models", "default", "card.json")) as f:
+        card = json.load(f)
+    assert card["steps"] == 400 and card["config"]["train"]["steps"] == 400
+    # its quantized fine-tune keeps the second stage's loss terms and data: ranking run r66,
+    # the recipe from the soup before it became the default (vidcorr/models/candidate_soup4)
     quantized = _shipped("finetune_quantized.json")
     assert quantized.model.quantize and quantized.model.num_bits == 8
     assert dataclasses.replace(quantized.train, steps=600, learning_rate=3e-5,
                                validate_every=polish.validate_every, init_from=polish.init_from,
                                run_dir=polish.run_dir) == polish
     assert quantized.data == polish_config.data
-    assert quantized.train.init_from == "vidcorr/models/default"  # cpu_sharp_polish, exported
+    assert quantized.train.init_from == "vidcorr/models/default"
+    r66 = _shipped("ranking", "r66_quantized_soup4.json")
+    assert r66.train.init_from == "vidcorr/models/candidate_soup4"
+    assert dataclasses.replace(r66.train, init_from=quantized.train.init_from,
+                               run_dir=quantized.train.run_dir) == quantized.train
+    assert r66.model == quantized.model and r66.data == quantized.data

@@ -132,6 +132,27 @@ def test_script_bad_input_one_line(tmp_path, capsys):
     assert "unknown evaluation pair 'kitti'" in capsys.readouterr().err
 
 
+def test_script_reads_the_held_out_triplets_before_the_matching(tmp_path, capsys):
+    """A data config whose video is missing fails before any pair is matched: the middle
+    frames are scored last, and finding the video missing then would lose the work."""
+    paths = _write_pair(tmp_path, _shifted_pair(shift=2, h=32, w=64))
+    with open(os.path.join(os.path.dirname(__file__), "..", "configs", "tiny_test.json")) as f:
+        config = json.load(f)
+    missing = str(tmp_path / "gone.mp4")
+    config["data"].update(synthetic=False, sources=[missing])
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps(config))
+    out = str(tmp_path / "eval")
+    code = evaluate_main(["--untrained", "0.125", "--pairs", "", "--gt-pair"] + paths +
+                         ["--methods", "zero", "--stride", "8", "--config", str(config_path),
+                          "--out", out, "--no-progress"])
+    printed = capsys.readouterr()
+    assert code == 2 and printed.err.startswith("error:") and "gone.mp4" in printed.err
+    assert len(printed.err.strip().splitlines()) == 1
+    assert "f1 / " not in printed.out and "acc@5" not in printed.out  # nothing was matched
+    assert not any(os.path.exists(out + ext) for ext in (".md", ".json", ".png"))
+
+
 def test_midpoint_warp_moves_each_frame_half_way():
     """A smooth texture shifted by 4 px between the frames: the DIS midpoint warp must be
     close to the true middle frame (2 px from each) and far closer than the frame average;

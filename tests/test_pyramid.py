@@ -13,7 +13,7 @@ from vidcorr.readout.pyramid import build_pyramid, densify, levels_that_fit, sam
 from vidcorr.io.video import read_image
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
-MODEL_TOLERANCE = 2.0  # px; the packaged model's median error on this pair measured 0.86 px
+MODEL_TOLERANCE = 2.0  # px; the packaged model's median error on this pair measured 0.92 px
 # (r28, the default before it: 1.42 px)
 
 

@@ -347,21 +347,24 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
         raise UserError("nothing to evaluate: give --pairs or --gt-pair")
     models, predictors, first = _models(list(checkpoints), list(untrained), log, tuple(levels),
                                         tuple(upsamples), tuple(readouts), options)
-    rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log, progress)
-    interp = None
-    if interpolation:
-        if config is None and first:
-            config = rundir.read_config(first)
-        if config is None:
-            log("no interpolation scores: give --config (no trained checkpoint with a "
-                "config.json)")
-        else:
-            inputs, targets = TripletData(config.data, log=log).validation_set()
-            # one predictor per model: the middle frame has no levels
-            interp = interpolation_quality(predictors, inputs, targets, log)
-    meta = {"stride": stride, "width": width, "levels": list(levels),
-            "upsamples": list(upsamples), "readouts": list(readouts),
-            "models": {k: m.checkpoint for k, m in models.items()}}
-    for matcher in models.values():
-        matcher.close()
+    try:
+        held_out = None  # [N, H, W, 6], [N, H, W, 3]: the middle frames' inputs and targets
+        if interpolation:
+            if config is None and first:
+                config = rundir.read_config(first)
+            if config is None:
+                log("no interpolation scores: give --config (no trained checkpoint with a "
+                    "config.json)")
+            else:  # read before the matching: a video that is missing fails before the work
+                held_out = TripletData(config.data, log=log).validation_set()
+        rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log, progress)
+        # one predictor per model: the middle frame has no levels
+        interp = None if held_out is None else interpolation_quality(predictors, *held_out,
+                                                                     log=log)
+        meta = {"stride": stride, "width": width, "levels": list(levels),
+                "upsamples": list(upsamples), "readouts": list(readouts),
+                "models": {k: m.checkpoint for k, m in models.items()}}
+    finally:
+        for matcher in models.values():
+            matcher.close()
     return write_report(out, rows, interp, skipped, meta, log)
