@@ -151,6 +151,9 @@ def test_the_default_models_recipe():
     with open(os.path.join(ROOT, "vidcorr", "models", "default", "card.json")) as f:
         card = json.load(f)
     assert card["steps"] == 400 and card["config"]["train"]["steps"] == 400
+    # the card names the four checkpoints it averages: the ranking runs of the configs above
+    assert card["averaged"] == [_shipped("ranking", run + ".json").train.run_dir
+                                + "/model.ckpt-400" for run, _, _ in soup.values()]
     # its quantized fine-tune keeps the second stage's loss terms and data: ranking run r66,
     # the recipe from the soup before it became the default (vidcorr/models/candidate_soup4)
     quantized = _shipped("finetune_quantized.json")

@@ -141,6 +141,29 @@ def test_average_values_is_the_elementwise_mean():
             average_values([runs[0], bad])
 
 
+def test_an_export_of_an_exported_average_keeps_its_list(trained_tiny, tmp_path):
+    """Re-exporting an average names the checkpoints it was made of, not the export."""
+    config, _ = trained_tiny
+    run = config.train.run_dir
+    prefixes = [os.path.join(run, "model.ckpt-%d" % s) for s in (150, 300)]
+    quiet = dict(interpolation=False, log=lambda m: None)
+    soup = str(tmp_path / "soup")
+    export_model(prefixes, soup, **quiet)
+    again = export_model(soup, str(tmp_path / "again"), **quiet)
+    assert again["averaged"] == ["run/model.ckpt-150", "run/model.ckpt-300"]
+    assert again["source_checkpoint"].endswith("soup/model.ckpt-150")
+    with open(str(tmp_path / "again" / "card.json")) as f:
+        assert json.load(f)["averaged"] == again["averaged"]
+    plain = export_model(str(tmp_path / "again"), str(tmp_path / "plain"), **quiet)
+    assert plain["averaged"] == again["averaged"]  # passed on through any number of exports
+    assert "averaged" not in export_model(run, str(tmp_path / "single"), **quiet)
+    with open(str(tmp_path / "soup" / "card.json"), "w") as f:
+        f.write("[1, 2")
+    with pytest.raises(UserError, match="cannot read the model card .*soup"):
+        export_model(soup, str(tmp_path / "broken"), **quiet)
+    assert not os.path.exists(str(tmp_path / "broken"))
+
+
 def test_export_averages_checkpoints_and_measures_the_average(trained_tiny, tmp_path):
     """Several checkpoints export as their mean; the card's PSNR is the mean's own."""
     import shutil

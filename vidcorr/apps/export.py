@@ -117,6 +117,25 @@ def average_values(values):
     return {n: np.mean([v[n] for v in values], axis=0).astype(first[n].dtype) for n in first}
 
 
+def _read_card(folder):
+    """The card of an exported model folder as a dict; {} for a folder without one.
+
+    Raises:
+      UserError: for a card that is not a JSON object.
+    """
+    path = os.path.join(folder, CARD_FILE)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path) as f:
+            card = json.load(f)
+    except (OSError, ValueError) as err:
+        raise UserError("cannot read the model card %s: %s" % (path, err))
+    if not isinstance(card, dict):
+        raise UserError("the model card %s is not a JSON object" % path)
+    return card
+
+
 def _validation_split(data):
     if data.val_split == "video":
         return "the last %g of the videos (%d triplets)" % (data.val_fraction, data.val_triplets)
@@ -130,6 +149,8 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
     Args:
       run: run directory or checkpoint prefix (with ``config.json`` beside it), or a
         list of them: their average (:func:`average_values`), with the first's config.
+        The card lists an average's checkpoints under ``averaged``; a single ``run``
+        that is itself an exported average passes its card's list on.
       out: the folder to write: new, empty, or an earlier export (replaced
         atomically); never the run itself or another training run.
       evaluation: optional path to an ``evaluate.py`` JSON report to embed.
@@ -141,9 +162,9 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
       The card as a dict.
 
     Raises:
-      UserError: for a missing checkpoint or config, checkpoints of different
-        networks, an ``out`` that is not safe to replace (see above), or a model
-        over 25 MB.
+      UserError: for a missing checkpoint or config, an unreadable source card,
+        checkpoints of different networks, an ``out`` that is not safe to replace
+        (see above), or a model over 25 MB.
     """
     from vidcorr.training.data import TripletData
     from vidcorr.evaluation.evaluate import interpolation_quality
@@ -179,6 +200,10 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
     }
     if len(prefixes) > 1:
         card["averaged"] = [_portable(p) for p in prefixes]
+    else:  # an export of an export keeps the average it was made of
+        source_card = _read_card(os.path.dirname(prefix))
+        if source_card.get("averaged"):
+            card["averaged"] = list(source_card["averaged"])
     if evaluation:
         try:
             with open(evaluation) as f:
