@@ -161,6 +161,10 @@ def test_an_export_of_an_exported_average_keeps_its_list(trained_tiny, tmp_path)
         f.write("[1, 2")
     with pytest.raises(UserError, match="cannot read the model card .*soup"):
         export_model(soup, str(tmp_path / "broken"), **quiet)
+    with open(str(tmp_path / "soup" / "card.json"), "w") as f:
+        f.write("[1, 2]")
+    with pytest.raises(UserError, match="model card .*soup.* is not a JSON object"):
+        export_model(soup, str(tmp_path / "broken"), **quiet)
     assert not os.path.exists(str(tmp_path / "broken"))
 
 
