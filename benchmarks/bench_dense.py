@@ -55,7 +55,7 @@ def conv_limit(threads, repeats=5):
 def child(size, threads):
     from vidcorr.model.network import forward_flops
     from vidcorr.readout.matching import Matcher
-    from vidcorr.readout.pyramid import levels_that_fit, read_out_plan
+    from vidcorr.readout.pyramid import pyramid_levels, read_out_plan
 
     h, w = (int(v) for v in size.split("x"))
     rng = np.random.RandomState(0)
@@ -68,7 +68,7 @@ def child(size, threads):
     start = time.perf_counter()
     matches = matcher.match(a, b, stride=1)
     total = time.perf_counter() - start
-    plan = read_out_plan(h, w, levels_that_fit(h, w, matcher.options.levels, 32), 1)
+    plan = read_out_plan(h, w, pyramid_levels(h, w, matcher.options.levels), 1)
     forward, flops = 0.0, 0.0
     for level in plan:
         graph = matcher.blend_graph_for(level.height, level.width)

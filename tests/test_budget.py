@@ -132,3 +132,24 @@ def test_kernel_readout_is_priced_as_forward_passes():
     # the stride does not change the kernel read-out's time
     assert budget.estimate(SPEC, 259, 384, 1, levels=3, readout="kernel",
                            level_passes=2).seconds == pytest.approx(seconds)
+
+
+def test_the_refinement_is_priced_per_pixel_and_sweep_at_the_finest_level():
+    plain = budget.estimate(SPEC, 259, 384, 8, levels=3, readout="kernel", level_passes=2)
+    refined = budget.estimate(SPEC, 259, 384, 8, levels=3, readout="kernel", level_passes=2,
+                              refine_sweeps=24)
+    assert refined.seconds - plain.seconds == pytest.approx(
+        24 * 259 * 384 * budget.SECONDS_PER_REFINE_SWEEP)
+    # at the finer read-out's size with upsample, and twice with the consistency pass
+    finer = budget.estimate(SPEC, 259, 384, 8, levels=3, readout="kernel", upsample=2,
+                            passes=2, refine_sweeps=24)
+    finer_plain = budget.estimate(SPEC, 259, 384, 8, levels=3, readout="kernel", upsample=2,
+                                  passes=2)
+    assert finer.seconds - finer_plain.seconds == pytest.approx(
+        2 * 24 * 517 * 767 * budget.SECONDS_PER_REFINE_SWEEP)
+    # check_budget prices the options' refinement: none costs nothing
+    options = MatchOptions(readout="kernel")
+    assert budget.check_budget(SPEC, 259, 384, 8, options).seconds == pytest.approx(
+        budget.check_budget(SPEC, 259, 384, 8, options.replace(refine="none")).seconds +
+        options.refine_rounds * options.refine_iterations * options.refine_sweeps * 259 * 384
+        * budget.SECONDS_PER_REFINE_SWEEP)

@@ -48,7 +48,7 @@ def test_peak_ratio_and_confidence():
 
 
 def test_flat_pair_gives_no_valid_matches(random_kernel_checkpoint, rng):
-    matcher = Matcher(random_kernel_checkpoint, levels=1)
+    matcher = Matcher(random_kernel_checkpoint, levels=1, refine="none")
     flat = np.full((32, 64, 3), 0.5, np.float32)
     m = matcher.match(flat, flat, stride=8)
     np.testing.assert_array_equal(m.confidence, 0.0)

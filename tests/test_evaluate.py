@@ -165,3 +165,25 @@ def test_midpoint_warp_moves_each_frame_half_way():
     average_err = np.abs(0.5 * (frames[0] + frames[2])[inner] - frames[1][inner]).mean()
     assert middle.shape == frames[1].shape and middle.dtype == np.float32
     assert warp_err < 0.25 * average_err, (warp_err, average_err)
+
+
+def test_script_scores_with_and_without_the_refinement_in_one_run(tmp_path, capsys):
+    paths = _write_pair(tmp_path, _shifted_pair(shift=2, h=32, w=64))
+    out = str(tmp_path / "eval")
+    code = evaluate_main(["--untrained", "0.125", "--pairs", "", "--gt-pair"] + paths +
+                         ["--methods", "", "--stride", "8", "--refine", "none,variational",
+                          "--no-progress", "--out", out])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    with open(out + ".json") as f:
+        report = json.load(f)
+    assert [r["method"] for r in report["matching"]] == [
+        "vidcorr untrained w0.125 refine none", "vidcorr untrained w0.125 refine variational"]
+    assert report["meta"]["refines"] == ["none", "variational"]
+    assert "--refine: expected variational or none" in _bad_refine(tmp_path, capsys)
+
+
+def _bad_refine(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        evaluate_main(["--refine", "none,lk", "--out", str(tmp_path / "x")])
+    return capsys.readouterr().err

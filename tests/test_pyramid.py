@@ -162,7 +162,7 @@ def test_pyramid_mechanics_recover_motion_beyond_the_reach(monkeypatch):
     # and middle(p) = frame_t2(p + (12, 4))
     frame_t = image[8 + 4:8 + 4 + h, 24 + 12:24 + 12 + w]
     frame_t2 = image[8 - 4:8 - 4 + h, 24 - 12:24 - 12 + w]
-    matcher = Matcher(levels=3, readout="sensitivity")  # its graphs replaced by block matching
+    matcher = Matcher(levels=3, readout="sensitivity", refine="none")  # block matching
     monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
     errors = {}
     for levels in (1, 3):
@@ -210,7 +210,7 @@ def test_finer_read_out_mechanics_halve_the_sub_pixel_error(monkeypatch):
     frame_t2 = ndimage.shift(image, (0, -1.5, 0), order=3, mode="nearest")
     errors = {}
     for upsample in (1, 2):
-        matcher = Matcher(levels=1, upsample=upsample, readout="sensitivity")
+        matcher = Matcher(levels=1, upsample=upsample, readout="sensitivity", refine="none")
         monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
         m = matcher.match(frame_t, frame_t2, stride=8, offset=4)
         inner = (m.grid[:, 0] >= 16) & (m.grid[:, 0] < 192 - 16)
@@ -221,3 +221,38 @@ def test_finer_read_out_mechanics_halve_the_sub_pixel_error(monkeypatch):
             assert np.median(e1) <= 0.2, np.median(e1)  # 0.5 at the network size
     print("median flow error (px) by upsample: %s" % errors)
     assert errors[1] >= 0.9 and errors[2] <= 0.3, errors
+
+
+def test_the_default_depth_grows_with_the_image_so_the_coarsest_level_stays_small():
+    from vidcorr.readout.pyramid import levels_for_size, pyramid_levels
+    # 3 levels up to 384 pixels: the coarsest at most 96; then one more per doubling
+    assert [levels_for_size(h, w) for h, w in ((32, 96), (288, 384), (259, 384), (480, 640),
+                                               (500, 741), (720, 1280), (385, 200))] == \
+        [3, 3, 3, 4, 4, 5, 4]
+    for h, w in ((480, 640), (500, 741), (720, 1280), (1080, 1920)):
+        n = levels_for_size(h, w)
+        assert max(h, w) / 2 ** (n - 1) <= 96 < max(h, w) / 2 ** (n - 2)
+    # an explicit depth is kept; no level below the network's minimum either way
+    assert pyramid_levels(720, 1280, 2) == 2
+    assert pyramid_levels(40, 400) == 1 and pyramid_levels(128, 384) == 3
+
+
+def test_refinement_makes_whole_pixel_peaks_exact(monkeypatch):
+    """The sensitivity read-out's path through the refinement (grid matches densified,
+    refined on the frames, sampled back at the grid): a read-out of whole-pixel peaks reads
+    1.5 px per frame step 0.5 px off per frame; refined, the flow is exact."""
+    from scipy import ndimage
+
+    image = read_image(os.path.join(EXAMPLES, "cockatoo_263.png")).astype(np.float32) / 255
+    image = ndimage.gaussian_filter(image[:96, :192], (1.0, 1.0, 0))  # smooth: exact shifts
+    frame_t = ndimage.shift(image, (0, 1.5, 0), order=3, mode="nearest")
+    frame_t2 = ndimage.shift(image, (0, -1.5, 0), order=3, mode="nearest")
+    errors = {}
+    for refine in ("none", "variational"):
+        matcher = Matcher(levels=1, readout="sensitivity", refine=refine)
+        monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
+        m = matcher.match(frame_t, frame_t2, stride=8, offset=4)
+        inner = (m.grid[:, 0] >= 16) & (m.grid[:, 0] < 192 - 16)
+        errors[refine] = np.median(np.linalg.norm(m.p3[inner] - m.p1[inner] - [-3, 0], axis=1))
+    print("median flow error (px) by refinement: %s" % errors)
+    assert errors["none"] >= 0.9 and errors["variational"] <= 0.05, errors

@@ -16,8 +16,9 @@ from vidcorr.readout.budget import DEFAULT_MAX_SECONDS
 from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE
 from vidcorr.errors import UserError, run_cli
 from vidcorr.evaluation.peers import PEERS
-from vidcorr.readout.options import DEFAULT_MEMORY_MB, DEFAULT_READOUT, READOUTS, MatchOptions
-from vidcorr.readout.pyramid import DEFAULT_LEVELS, UPSAMPLES
+from vidcorr.readout.options import (DEFAULT_MEMORY_MB, DEFAULT_READOUT, DEFAULT_REFINE,
+                                     READOUTS, REFINE_METHODS, MatchOptions)
+from vidcorr.readout.pyramid import UPSAMPLES
 from vidcorr.quiet import quiet_stderr
 
 __all__ = ["train_main", "correspond_main", "evaluate_main", "export_main"]
@@ -127,9 +128,10 @@ def correspond_main(argv=None):
     parser.add_argument("--stride", type=int, default=4, help="grid stride in pixels")
     parser.add_argument("--max-size", type=int, help="downscale pairs whose longer side exceeds "
                                                      "this; matches are mapped back")
-    parser.add_argument("--levels", type=int, default=DEFAULT_LEVELS,
+    parser.add_argument("--levels", type=int,
                         help="pyramid levels of the coarse-to-fine read-out; 1 reads out at "
-                             "full size only (default %(default)s)")
+                             "full size only (default: by the size, 3 up to 384 pixels and "
+                             "one more each time the longer side doubles)")
     parser.add_argument("--upsample", type=int, default=1, choices=UPSAMPLES,
                         help="also read out at 2 or 4 times the size after the finest level: "
                              "sub-pixel motion, 3-4x the time with 2 (default 1: none)")
@@ -138,6 +140,9 @@ def correspond_main(argv=None):
                              "level for every pixel; sensitivity: the exact read-out, a "
                              "backward pass per grid point; auto (the default): kernel where "
                              "the network has a kernel head")
+    parser.add_argument("--refine", choices=REFINE_METHODS, default=DEFAULT_REFINE,
+                        help="variational (the default): refine the finest level's matches on "
+                             "the frames, to a fraction of a pixel; none: the read-out's own")
     parser.add_argument("--consistency", action="store_true",
                         help="keep only matches that agree with the swapped pair")
     parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB,
@@ -160,7 +165,8 @@ def correspond_main(argv=None):
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
     options = match_options(parser, args, ("max_size", "levels", "upsample", "readout",
-                                           "memory_mb", "min_confidence", "max_seconds"))
+                                           "refine", "memory_mb", "min_confidence",
+                                           "max_seconds"))
     with quiet_stderr(not args.verbose):
         return _correspond(args, options)
 
@@ -250,6 +256,9 @@ def evaluate_main(argv=None):
     parser.add_argument("--readout", default="",
                         help="vidcorr's read-out, sensitivity or kernel; a comma list scores "
                              "each model with each (default: the Matcher's)")
+    parser.add_argument("--refine", default="",
+                        help="vidcorr's refinement on the frames, variational or none; a comma "
+                             "list scores each model with each (default: the Matcher's)")
     parser.add_argument("--width", type=int, default=384,
                         help="downscale pairs to this width (0: full size)")
     parser.add_argument("--config", help="data config for the interpolation scores "
@@ -273,11 +282,16 @@ def evaluate_main(argv=None):
         if r is not None and r not in READOUTS:
             parser.error("--readout: expected %s or a comma list of them, got %r"
                          % (" or ".join(READOUTS), args.readout))
+    refines = tuple(r.strip() for r in args.refine.split(",") if r.strip()) or (None,)
+    for r in refines:
+        if r is not None and r not in REFINE_METHODS:
+            parser.error("--refine: expected %s or a comma list of them, got %r"
+                         % (" or ".join(REFINE_METHODS), args.refine))
     with quiet_stderr(not args.verbose):
-        return _evaluate(args, levels, upsamples, readouts)
+        return _evaluate(args, levels, upsamples, readouts, refines)
 
 
-def _evaluate(args, levels, upsamples, readouts):
+def _evaluate(args, levels, upsamples, readouts, refines):
     from vidcorr.evaluation.evaluate import run_evaluation
 
     code, text = run_cli(lambda: run_evaluation(
@@ -288,7 +302,7 @@ def _evaluate(args, levels, upsamples, readouts):
             width=args.width, data_config=args.config,
             interpolation=not args.no_interpolation, out=args.out,
             progress=not args.no_progress, levels=levels, upsamples=upsamples,
-            readouts=readouts))
+            readouts=readouts, refines=refines))
     if code:
         return code
     print(text)

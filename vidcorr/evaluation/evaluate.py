@@ -243,13 +243,14 @@ def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, 
 
 
 def _models(checkpoints, untrained, log, levels=(None,), upsamples=(1,), readouts=(None,),
-            options=None):
+            options=None, refines=(None,)):
     """``{label: Matcher}``, ``{label: Matcher}`` of one per trained checkpoint (for its
     middle frames) and the first trained checkpoint prefix (or None).
 
-    With several ``levels`` (or ``upsamples``) each model is scored once per
-    pyramid depth (finer read-out, read-out): the label ends in ``L<levels>``
-    (``x<upsample>``, the read-out's name); None is the Matcher's default.
+    With several ``levels`` (or ``upsamples``, ``readouts``, ``refines``) each model is
+    scored once per pyramid depth (finer read-out, read-out, refinement): the label ends
+    in ``L<levels>`` (``x<upsample>``, the read-out's name, ``refine <method>``); None is
+    the Matcher's default.
     """
     import tempfile
     from vidcorr.readout.inference import save_initial_model
@@ -261,15 +262,16 @@ def _models(checkpoints, untrained, log, levels=(None,), upsamples=(1,), readout
         for r in readouts:
             for n in levels:
                 for u in upsamples:
-                    kwargs = dict(upsample=u)
-                    if n is not None:
-                        kwargs["levels"] = n
-                    if r is not None:
-                        kwargs["readout"] = r
-                    out[label + (" " + r if len(readouts) > 1 else "") +
-                        (" L%d" % n if len(levels) > 1 else "") +
-                        (" x%d" % u if len(upsamples) > 1 else "")] = Matcher(path, options,
-                                                                              **kwargs)
+                    for f in refines:
+                        kwargs = dict(upsample=u)
+                        for key, value in (("levels", n), ("readout", r), ("refine", f)):
+                            if value is not None:
+                                kwargs[key] = value
+                        out[label + (" " + r if len(readouts) > 1 else "") +
+                            (" L%d" % n if len(levels) > 1 else "") +
+                            (" x%d" % u if len(upsamples) > 1 else "") +
+                            (" refine %s" % f if len(refines) > 1 else "")] = Matcher(
+                                path, options, **kwargs)
         return out
 
     models, predictors, first = {}, {}, None
@@ -298,7 +300,7 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
                    gt_kind=None, gt_scale=None, methods=peers.PEERS, stride=4, width=EVAL_WIDTH,
                    data_config=None, interpolation=True, out="evaluation/eval", log=print,
                    progress=True, levels=(None,), upsamples=(1,), readouts=(None,),
-                   options=None):
+                   options=None, refines=(None,)):
     """The whole evaluation behind ``scripts/evaluate.py``; returns the markdown text.
 
     Args:
@@ -325,7 +327,10 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
       readouts: the Matcher's read-outs (``sensitivity``, ``kernel``; None: its
         default); several give one row each.
       options: the :class:`vidcorr.readout.options.MatchOptions` every model's
-        Matcher starts from (``levels``, ``upsamples`` and ``readouts`` vary it).
+        Matcher starts from (``levels``, ``upsamples``, ``readouts`` and ``refines``
+        vary it).
+      refines: the Matcher's refinements (``variational``, ``none``; None: its
+        default); several give one row each.
 
     Raises:
       UserError: for bad pairs, checkpoints, methods or configs.
@@ -346,7 +351,8 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
     if not pairs:
         raise UserError("nothing to evaluate: give --pairs or --gt-pair")
     models, predictors, first = _models(list(checkpoints), list(untrained), log, tuple(levels),
-                                        tuple(upsamples), tuple(readouts), options)
+                                        tuple(upsamples), tuple(readouts), options,
+                                        tuple(refines))
     try:
         held_out = None  # [N, H, W, 6], [N, H, W, 3]: the middle frames' inputs and targets
         if interpolation:
@@ -363,6 +369,7 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
                                                                      log=log)
         meta = {"stride": stride, "width": width, "levels": list(levels),
                 "upsamples": list(upsamples), "readouts": list(readouts),
+                "refines": list(refines),
                 "models": {k: m.checkpoint for k, m in models.items()}}
     finally:
         for matcher in models.values():

@@ -16,6 +16,11 @@ turns the time guard off.
 The blend-weight read-out (``readout="kernel"``) costs a forward pass per level and
 pass at the level's full size, whatever the stride; ``SECONDS_PER_FORWARD_GFLOP``
 is its time scale on the same CPU (``benchmarks/bench_dense.py`` prints it).
+
+The refinement on the frames (:mod:`vidcorr.readout.refinement`) costs its SOR sweeps
+(rounds x iterations x sweeps) over the finest level's pixels, each pixel-sweep
+``SECONDS_PER_REFINE_SWEEP`` (``benchmarks/bench_refine.py`` measures it), whatever the
+read-out.
 """
 
 import collections
@@ -23,14 +28,16 @@ import os
 
 from vidcorr.errors import UserError
 from vidcorr.model.spec import layer_plan, plan_flops
-from vidcorr.readout.pyramid import MIN_SIZE, levels_that_fit, read_out_plan
+from vidcorr.readout.pyramid import MIN_SIZE, pyramid_levels, read_out_plan
 
 __all__ = ["Estimate", "estimate", "check_budget", "machine_memory_mb", "SECONDS_PER_GFLOP",
-           "SECONDS_PER_FORWARD_GFLOP",
+           "SECONDS_PER_FORWARD_GFLOP", "SECONDS_PER_REFINE_SWEEP",
            "DEFAULT_MAX_SECONDS", "MEMORY_SHARE"]
 
 SECONDS_PER_GFLOP = 0.0061
 SECONDS_PER_FORWARD_GFLOP = 0.012  # a forward pass with its host-side warps
+SECONDS_PER_REFINE_SWEEP = 1.0e-7  # one pixel through one sweep, its share of the data terms
+
 DEFAULT_MAX_SECONDS = 3600.0
 MEMORY_SHARE = 0.8  # refuse work whose estimated peak exceeds this share of the RAM
 
@@ -46,7 +53,7 @@ def machine_memory_mb():
 
 
 def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1, upsample=1,
-             readout="sensitivity", level_passes=1):
+             readout="sensitivity", level_passes=1, refine_sweeps=0):
     """The estimated points, seconds and peak memory of matching one pair.
 
     Args:
@@ -61,6 +68,7 @@ def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1, up
       readout: ``"sensitivity"`` (a backward pass per grid point) or ``"kernel"`` (a
         forward pass per level).
       level_passes: the kernel read-out's passes per level.
+      refine_sweeps: the refinement's SOR sweeps in all (0: no refinement).
 
     Returns:
       An :class:`Estimate`: grid points of all levels, seconds, peak MB.
@@ -84,6 +92,8 @@ def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1, up
         chunk = chunk_for_budget(spec, h, w, memory_mb)
         peak = max(peak, (fixed_bytes(spec, h, w) + chunk * activation_bytes_per_pixel(
             spec, h, w)) / 2.0 ** 20)
+    # the refinement runs once, on the finest level's pixels
+    seconds += refine_sweeps * level.height * level.width * SECONDS_PER_REFINE_SWEEP
     return Estimate(points * passes, seconds * passes, peak)
 
 
@@ -123,8 +133,11 @@ def check_budget(spec, height, width, stride, options, passes=1, ram_mb=None):
     max_seconds, min_size = o.max_seconds, MIN_SIZE
 
     def cost(h, w):
-        return estimate(spec, h, w, stride, levels_that_fit(h, w, o.levels, MIN_SIZE),
-                        o.memory_mb, passes, o.upsample, o.readout, o.passes)
+        return estimate(spec, h, w, stride, pyramid_levels(h, w, o.levels),
+                        o.memory_mb, passes, o.upsample, o.readout, o.passes, refine_sweeps)
+
+    refine_sweeps = 0 if o.refine == "none" else (o.refine_rounds * o.refine_iterations *
+                                                   o.refine_sweeps)
 
     ram_mb = machine_memory_mb() if ram_mb is None else ram_mb
     est = cost(height, width)

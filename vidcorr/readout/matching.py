@@ -6,7 +6,7 @@ per image size (cached), and turns the reduced sensitivities into matches:
 for each grid point p of the middle frame, the peak of its sensitivity in
 frame t, ``(x1, y1)``, and in frame t+2, ``(x3, y3)``, refined to sub-pixel
 precision by the centroid of the 3x3 neighbourhood (or a quadratic fit,
-``refine="quadratic"``; the centroid measured better in
+``subpixel="quadratic"``; the centroid measured better in
 ``benchmarks/precision_study.py``), with a confidence: the peak ratio
 ``1 - second / peak`` (the best value outside a radius against the peak; the
 lower of the two frames) times the image texture at both ends
@@ -39,9 +39,10 @@ from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.readout.memory import chunk_for_budget
 from vidcorr.readout.options import MIN_SIZE, MatchOptions
 from vidcorr.readout.pyramid import (DEFAULT_LEVELS, read_pair,
-                                     build_pyramid, densify, grid_points, levels_that_fit,
+                                     build_pyramid, densify, grid_points, pyramid_levels,
                                      read_out_plan, sample_field, upsample_exact, upsample_field,
                                      warp)
+from vidcorr.readout.refinement import RefineGraph, residual_confidence
 from vidcorr.readout.subpixel import REFINEMENTS
 
 __all__ = ["Matches", "Matcher", "MIN_SIZE", "DEFAULT_LEVELS"]
@@ -148,7 +149,7 @@ class Matcher(object):
     def __init__(self, checkpoint=None, options=None, device=None, threads=None, devices=None,
                  **settings):
         self.options = (options if options is not None else MatchOptions()).replace(**settings)
-        self.refine = REFINEMENTS[self.options.refine]
+        self.subpixel = REFINEMENTS[self.options.subpixel]
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
                 raise UserError("no checkpoint given and no default model is installed; pass a "
@@ -170,6 +171,7 @@ class Matcher(object):
             devices = tower_devices(devices) if devices > 1 else None
         self.devices = list(devices) if devices else None
         self._graphs, self._predictors, self._blend_graphs = {}, {}, {}
+        self._refine_graphs = {}
         self.build_seconds = 0.0  # time spent building graphs, for timing the read-outs
 
     def _built(self, cache, key, build):
@@ -225,7 +227,7 @@ class Matcher(object):
         a, b, (h, w) = self._prepare(frame_t, frame_t2)
         nh, nw = a.shape[:2]
         points = grid_points(nh, nw, stride, offset)
-        levels = levels_that_fit(nh, nw, self.options.levels, MIN_SIZE)
+        levels = pyramid_levels(nh, nw, self.options.levels)
         check_budget(self.spec, nh, nw, stride, self.options, passes=2 if consistency else 1)
         pos, peak, ratio = self._read_out(a, b, points, stride, levels, progress, "pixels")
         conf = match_confidence(ratio, a, b, pos)  # [N]: texture in its own 9x9 window
@@ -278,17 +280,23 @@ class Matcher(object):
                 grid = points if level.index == 0 else grid_points(lh, lw, level.step)
                 name = desc if len(plan) == 1 else "%s (level %d)" % (desc, level.index)
             passes = self.options.passes if self.options.readout == "kernel" else 1
-            handing_on = s <= 1  # fields a pyramid level hands on are smoothed
             for n in range(passes):
+                final = last and n + 1 == passes
+                handing_on = s <= 1 and not final  # fields handed on are smoothed
                 pos, peak, conf, dense = self._read_warped(base_a, base_b, fields, grid,
                                                            progress, name, handing_on)
-                if last and n + 1 == passes:
+                if final:
                     break
                 if dense is not None:  # the read-out's own dense fields
                     fields = [dense[:, :, f] for f in (0, 1)]
                 else:
                     fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, level.step)
                               for f in (0, 1)]
+        if self.options.refine != "none":
+            if dense is None:  # the sensitivity read-out's grid matches, densified
+                dense = np.stack([densify(grid, pos[:, f] - grid, conf, lh, lw, level.step)
+                                  for f in (0, 1)], axis=2)
+            pos, conf = self._refine(base_a, base_b, dense, grid, conf)
         if self.options.upsample > 1:
             pos = pos / float(self.options.upsample)
         return pos, peak, conf
@@ -318,6 +326,20 @@ class Matcher(object):
             pos = _unwarp(pos, fields)
         return pos, peak, conf, None
 
+    def _refine(self, base_a, base_b, dense, grid, conf):
+        """The refinement on the frames (:mod:`vidcorr.readout.refinement`) of a level's dense
+        displacements ``dense [H, W, 2, 2]``, sampled at ``grid``: ``(pos [N, 2, 2],
+        confidence [N])``, the confidence times the refined residual's term."""
+        lh, lw = base_a.shape[:2]
+        graph = self._built(self._refine_graphs, (lh, lw), lambda: RefineGraph(
+            lh, lw, self.options, self.device, self.threads))
+        res = graph.run(base_a, base_b, dense + _pixels(lh, lw)[:, :, None])
+        gx, gy = grid[:, 0], grid[:, 1]
+        if self.options.residual_scale > 0:
+            conf = conf * residual_confidence(res["residual"][gy, gx],
+                                              self.options.residual_scale)
+        return res["position"][gy, gx].astype(np.float64), conf
+
     def _level(self, img_a, img_b, grid, progress, desc):
         """The sensitivity read-out of a (warped) pair at the points ``grid``:
         ``(pos [N, 2, 2], peak [N, 2], confidence [N])``."""
@@ -325,7 +347,7 @@ class Matcher(object):
         graph = self.graph_for(lh, lw)
         graph.set_images(img_a, img_b)
         res = graph.run(grid, progress=progress, desc=desc)
-        pos = self.refine(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
+        pos = self.subpixel(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
         return pos, res["peak"], peak_ratio(res["peak"], res["second"])
 
     def blend_graph_for(self, height, width):
@@ -395,7 +417,7 @@ class Matcher(object):
 
     def close(self):
         """Releases every cached graph's session."""
-        for cache in (self._graphs, self._predictors, self._blend_graphs):
+        for cache in (self._graphs, self._predictors, self._blend_graphs, self._refine_graphs):
             for graph in cache.values():
                 graph.close()
             cache.clear()

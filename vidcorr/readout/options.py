@@ -24,10 +24,11 @@ from typing import Optional
 from vidcorr.errors import UserError
 from vidcorr.readout.budget import DEFAULT_MAX_SECONDS
 from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE
-from vidcorr.readout.pyramid import DEFAULT_LEVELS, MIN_SIZE, UPSAMPLES
+from vidcorr.readout.pyramid import MIN_SIZE, UPSAMPLES
 
 __all__ = ["MatchOptions", "READOUTS", "DEFAULT_READOUT", "STATISTICS", "DEFAULT_STATISTIC",
-           "NORMS", "REFINE_METHODS", "MIN_SIZE", "DEFAULT_MEMORY_MB", "DEFAULT_SMOOTH",
+           "NORMS", "SUBPIXEL_METHODS", "REFINE_METHODS", "DEFAULT_REFINE", "MIN_SIZE",
+           "DEFAULT_MEMORY_MB", "DEFAULT_SMOOTH",
            "DEFAULT_PASSES", "DEFAULT_TEMPERATURE", "DEFAULT_SIGMA"]
 
 READOUTS = ("auto", "kernel", "sensitivity")
@@ -35,13 +36,23 @@ DEFAULT_READOUT = "auto"  # kernel for a network with a kernel head, else sensit
 STATISTICS = ("centroid", "local", "argmax")  # the kernel read-out's position from the weights
 DEFAULT_STATISTIC = "centroid"
 NORMS = ("l2", "l1", "max")  # the sensitivity's reduction over a frame's channels
-REFINE_METHODS = ("centroid", "quadratic")  # the sensitivity peak's sub-pixel step
+SUBPIXEL_METHODS = ("centroid", "quadratic")  # the sensitivity peak's sub-pixel step
+REFINE_METHODS = ("variational", "none")  # the refinement on the frames (readout/refinement.py)
+DEFAULT_REFINE = "variational"
 DEFAULT_MEMORY_MB = 1024  # one batched backward pass's budget
 # The kernel read-out's defaults, chosen on the evaluation pairs (docs/readouts.md).
 DEFAULT_TEMPERATURE = 2.0  # the softmax's temperature: flatter weights, a less biased centroid
 DEFAULT_SMOOTH = 0  # a median over the coarse levels' dense fields (0: none; slow when large)
 DEFAULT_SIGMA = 10.0  # then a confidence-weighted Gaussian of this many pixels on them
 DEFAULT_PASSES = 2  # passes per level, each warping by the previous one's fields
+# The refinement's defaults, chosen on the evaluation pairs (docs/refinement.md).
+DEFAULT_REFINE_ROUNDS = 2
+DEFAULT_REFINE_ITERATIONS = 3
+DEFAULT_REFINE_SWEEPS = 4
+DEFAULT_REFINE_ALPHA = 10.0
+DEFAULT_REFINE_DELTA = 5.0
+DEFAULT_REFINE_GAMMA = 5.0
+DEFAULT_RESIDUAL_SCALE = 0.02  # the residual (0-1 grey) at which its confidence term is 1/2
 
 
 def _integer(value):
@@ -61,7 +72,9 @@ class MatchOptions:
         read-out) or ``"auto"``: kernel for a network with a kernel head, else
         sensitivity.
       levels: pyramid levels of the coarse-to-fine read-out (fewer where the
-        coarsest would be under ``MIN_SIZE`` pixels).
+        coarsest would be under ``MIN_SIZE`` pixels); None: by the image's size
+        (:func:`vidcorr.readout.pyramid.levels_for_size`: 3 up to 384 pixels, one more
+        each time the longer side doubles).
       upsample: 2 or 4 adds a read-out of the residual at that many times the size
         after the finest level; 1: none.
       min_confidence: matches whose confidence is below it are invalid.
@@ -73,16 +86,24 @@ class MatchOptions:
       max_pixels_per_run: at most this many pixels per ``sess.run`` (None: all).
       norm: the sensitivity's channel reduction, ``l2``, ``l1`` or ``max``.
       radius: the sensitivity's second peak is searched outside it.
-      refine: the sensitivity peak's sub-pixel step, ``centroid`` or ``quadratic``.
+      subpixel: the sensitivity peak's sub-pixel step, ``centroid`` or ``quadratic``.
       statistic: the kernel read-out's position, ``centroid``, ``local`` or ``argmax``.
       temperature: the kernel read-out's softmax temperature.
       passes: the kernel read-out's passes per level.
       smooth: the median (its size; 0: none) on the fields a level of the kernel
         read-out hands on (to its next pass or the next level).
       sigma: then a confidence-weighted Gaussian of this many pixels (0: none).
+      refine: the refinement on the frames after the finest level
+        (:mod:`vidcorr.readout.refinement`): ``variational`` or ``none``.
+      refine_rounds: its re-warpings; ``refine_iterations``: fixed-point steps per
+        round; ``refine_sweeps``: SOR sweeps per step.
+      refine_alpha: its smoothness weight; ``refine_delta``: brightness constancy;
+        ``refine_gamma``: gradient constancy.
+      residual_scale: the refined match's photometric residual (0-1 grey) at which its
+        confidence term is 1/2 (0: no such term).
     """
     readout: str = DEFAULT_READOUT
-    levels: int = DEFAULT_LEVELS
+    levels: Optional[int] = None
     upsample: int = 1
     min_confidence: float = DEFAULT_MIN_CONFIDENCE
     max_seconds: Optional[float] = DEFAULT_MAX_SECONDS
@@ -92,25 +113,39 @@ class MatchOptions:
     max_pixels_per_run: Optional[int] = None
     norm: str = "l2"
     radius: int = 4
-    refine: str = "centroid"
+    subpixel: str = "centroid"
     statistic: str = DEFAULT_STATISTIC
     temperature: float = DEFAULT_TEMPERATURE
     passes: int = DEFAULT_PASSES
     smooth: int = DEFAULT_SMOOTH
     sigma: float = DEFAULT_SIGMA
+    refine: str = DEFAULT_REFINE
+    refine_rounds: int = DEFAULT_REFINE_ROUNDS
+    refine_iterations: int = DEFAULT_REFINE_ITERATIONS
+    refine_sweeps: int = DEFAULT_REFINE_SWEEPS
+    refine_alpha: float = DEFAULT_REFINE_ALPHA
+    refine_delta: float = DEFAULT_REFINE_DELTA
+    refine_gamma: float = DEFAULT_REFINE_GAMMA
+    residual_scale: float = DEFAULT_RESIDUAL_SCALE
 
     def __post_init__(self):
         for name, values in (("readout", READOUTS), ("statistic", STATISTICS),
-                             ("norm", NORMS), ("refine", REFINE_METHODS)):
+                             ("norm", NORMS), ("subpixel", SUBPIXEL_METHODS),
+                             ("refine", REFINE_METHODS)):
             if getattr(self, name) not in values:
                 raise UserError("%s must be one of %s, got %r"
                                 % (name, ", ".join(values), getattr(self, name)))
         if not _integer(self.upsample) or self.upsample not in UPSAMPLES:
             raise UserError("upsample must be one of %s, got %r"
                             % (", ".join(map(str, UPSAMPLES)), self.upsample))
-        for name, low, what in (("levels", 1, ">= 1"), ("passes", 1, ">= 1"),
+        if self.levels is not None and (not _integer(self.levels) or self.levels < 1):
+            raise UserError("levels must be an integer >= 1 or None (by the image's size), "
+                            "got %r" % (self.levels,))
+        for name, low, what in (("passes", 1, ">= 1"),
                                 ("smooth", 0, ">= 0 (a median's size)"),
-                                ("radius", 1, ">= 1"), ("memory_mb", 1, ">= 1 (MB)")):
+                                ("radius", 1, ">= 1"), ("memory_mb", 1, ">= 1 (MB)"),
+                                ("refine_rounds", 1, ">= 1"), ("refine_iterations", 1, ">= 1"),
+                                ("refine_sweeps", 1, ">= 1")):
             value = getattr(self, name)
             if not _integer(value) or value < low:
                 raise UserError("%s must be an integer %s, got %r" % (name, what, value))
@@ -131,9 +166,13 @@ class MatchOptions:
         if not _number(self.temperature) or not 0 < self.temperature < float("inf"):
             raise UserError("temperature must be a positive number, got %r"
                             % (self.temperature,))
-        if not _number(self.sigma) or not 0 <= self.sigma < float("inf"):
-            raise UserError("sigma must be a number >= 0 (0: no smoothing), got %r"
-                            % (self.sigma,))
+        for name in ("sigma", "refine_alpha", "refine_delta", "refine_gamma",
+                     "residual_scale"):
+            value = getattr(self, name)
+            if not _number(value) or not 0 <= value < float("inf"):
+                raise UserError("%s must be a finite number >= 0, got %r" % (name, value))
+        if self.refine_alpha + self.refine_delta + self.refine_gamma <= 0:
+            raise UserError("refine_alpha, refine_delta and refine_gamma cannot all be 0")
 
     def replace(self, **changes):
         """A copy with ``changes`` (validated), e.g. ``options.replace(readout="kernel")``.

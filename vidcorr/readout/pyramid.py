@@ -45,9 +45,11 @@ from vidcorr.io.video import resize_float, to_rgb_float
 
 __all__ = ["MIN_SIZE", "Level", "read_pair", "read_out_plan", "grid_points", "MAX_COARSE_STRIDE",
            "build_pyramid", "densify", "warp", "sample_field", "upsample_field",
-           "upsample_exact", "upsampled_size", "levels_that_fit", "DEFAULT_LEVELS", "UPSAMPLES"]
+           "upsample_exact", "upsampled_size", "levels_that_fit", "levels_for_size",
+           "pyramid_levels", "DEFAULT_LEVELS", "COARSEST_SIDE", "UPSAMPLES"]
 
 DEFAULT_LEVELS = 3  # motion up to about 4 times the kernel's reach (docs/matching.md)
+COARSEST_SIDE = 96  # by default, levels are added until the coarsest's longer side is <= this
 UPSAMPLES = (1, 2, 4)  # the read-out's optional finer level (1: none)
 MIN_CONFIDENCE_WEIGHT = 1e-3  # so a grid of zero confidences still gives a field
 MIN_SIZE = 32  # the smallest image side the network takes
@@ -131,6 +133,25 @@ def read_out_plan(height, width, levels, stride, upsample=1):
     return plan
 
 
+
+
+def levels_for_size(height, width):
+    """The default pyramid depth of an image: ``DEFAULT_LEVELS``, and one more each time
+    the longer side doubles past ``COARSEST_SIDE * 2^(DEFAULT_LEVELS - 1)`` (384), so the
+    coarsest level, where the largest motion is found, covers the same share of the image
+    at any size (motion in pixels grows with the image; the kernel's reach does not)."""
+    levels, longer = DEFAULT_LEVELS, max(height, width)
+    while longer / 2.0 ** (levels - 1) > COARSEST_SIDE:
+        levels += 1
+    return levels
+
+
+def pyramid_levels(height, width, levels=None):
+    """The levels a read-out of an image uses: ``levels`` (None: :func:`levels_for_size`),
+    fewer where the coarsest would be under ``MIN_SIZE`` (:func:`levels_that_fit`)."""
+    if levels is None:
+        levels = levels_for_size(height, width)
+    return levels_that_fit(height, width, levels, MIN_SIZE)
 
 
 def levels_that_fit(height, width, levels, min_size):

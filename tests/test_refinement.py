@@ -1,0 +1,209 @@
+"""The refinement on the frames (vidcorr.readout.refinement) against closed-form motion.
+
+The frames are rendered from a closed-form texture (a sum of sinusoids per channel), so
+frame t and frame t+2 are exact at any sub-pixel position: for a middle-frame motion field
+``v``, frame t shows the texture's point ``p`` at ``p - v(p)`` and frame t+2 at
+``p + v(p)``, and the refined flow ``p3 - p1`` must come back to ``2 v(p)``.
+"""
+
+import numpy as np
+import pytest
+
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.readout.options import MatchOptions
+from vidcorr.readout.refinement import RefineGraph, refine_field, residual_confidence
+
+H, W = 48, 80
+MARGIN = 6  # positions near the border sample clamped frames; the interior is scored
+WAVES = [((0.31, 0.17), 0.0), ((-0.13, 0.29), 1.0), ((0.23, -0.27), 2.0), ((0.07, 0.11), 0.5)]
+
+
+def texture(x, y):
+    """The closed-form texture ``[..., 3]`` in [0, 1] at float positions."""
+    channels = []
+    for c in range(3):
+        value = np.zeros_like(np.asarray(x, np.float64))
+        for k, ((fx, fy), phase) in enumerate(WAVES):
+            value += np.sin(fx * (1 + 0.2 * c) * x + fy * (1 - 0.15 * c) * y + phase + c * k)
+        channels.append(0.5 + value / (2.0 * len(WAVES)))
+    return np.stack(channels, axis=-1)
+
+
+def pixels():
+    ys, xs = np.mgrid[0:H, 0:W].astype(np.float64)
+    return xs, ys
+
+
+def affine_pair(matrix, offset):
+    """Frames for the middle-frame motion ``v(p) = matrix p + offset``: frame t at pixel x
+    shows the texture at the ``p`` with ``p - v(p) = x``, frame t+2 the ``p`` with
+    ``p + v(p) = x``. Returns ``(frame_t, frame_t2, v [H, W, 2])``."""
+    xs, ys = pixels()
+    x = np.stack([xs, ys], axis=-1)  # [H, W, 2]
+    eye = np.eye(2)
+    frames = []
+    for sign in (-1.0, 1.0):
+        inverse = np.linalg.inv(eye + sign * matrix)
+        p = (x - sign * offset) @ inverse.T
+        frames.append(texture(p[..., 0], p[..., 1]))
+    v = x @ matrix.T + offset
+    return frames[0], frames[1], v
+
+
+def run_refine(frame_t, frame_t2, p1, p3, rounds=4, iterations=5, sweeps=5, alpha=10.0,
+               delta=5.0, gamma=10.0, anchor=0.5):
+    graph = tf.Graph()
+    with graph.as_default():
+        const = lambda a: tf.constant(np.asarray(a, np.float32)[None])  # noqa: E731
+        out = refine_field(const(frame_t), const(frame_t2), const(p1), const(p3), rounds,
+                           iterations, sweeps, alpha, delta, gamma, anchor)
+        with tf.Session(graph=graph) as sess:
+            r1, r3, residual = sess.run(out)
+    return r1[0].astype(np.float64), r3[0].astype(np.float64), residual[0]
+
+
+def interior(a):
+    return a[MARGIN:-MARGIN, MARGIN:-MARGIN]
+
+
+def off_by(v, amplitude):
+    """A smooth error field of up to ``amplitude`` px in each of the two ends (so the flow
+    ``p3 - p1`` is off by up to twice that), the midpoint kept."""
+    xs, ys = pixels()
+    e = np.stack([amplitude * np.sin(xs / 9.0 + 0.3), amplitude * np.cos(ys / 7.0)], axis=-1)
+    return e
+
+
+@pytest.mark.parametrize("matrix, offset", [
+    (np.zeros((2, 2)), np.array([0.37, -0.61])),              # a sub-pixel translation
+    (np.array([[0.012, -0.008], [0.006, 0.010]]), np.array([0.45, 0.2])),  # a smooth affine field
+])
+def test_recovers_known_motion_from_a_field_off_by_two_pixels(matrix, offset):
+    frame_t, frame_t2, v = affine_pair(matrix, offset)
+    xs, ys = pixels()
+    p = np.stack([xs, ys], axis=-1)
+    e = off_by(v, 0.7)  # the flow is off by up to 2 x 0.7 x sqrt(2), about 2 px
+    assert np.abs(2 * e).max() > 1.3 and np.linalg.norm(2 * e, axis=-1).max() > 1.9
+    r1, r3, residual = run_refine(frame_t, frame_t2, p - v - e, p + v + e)
+    error = np.linalg.norm(interior((r3 - r1) - 2 * v), axis=-1)
+    assert error.max() < 0.05, error.max()
+    # the midpoint is held: both ends moved by half of the correction
+    np.testing.assert_allclose(interior(0.5 * (r1 + r3)), interior(p), atol=1e-3)
+    assert interior(residual).max() < 0.01  # the frames agree at the refined positions
+
+
+def test_leaves_an_exact_field_unchanged():
+    frame_t, frame_t2, v = affine_pair(np.array([[0.01, 0.0], [0.0, -0.01]]),
+                                       np.array([0.8, -0.3]))
+    xs, ys = pixels()
+    p = np.stack([xs, ys], axis=-1)
+    r1, r3, _ = run_refine(frame_t, frame_t2, p - v, p + v)
+    assert np.abs(interior(r1 - (p - v))).max() < 0.01
+    assert np.abs(interior(r3 - (p + v))).max() < 0.01
+
+
+def test_smoothness_alone_keeps_a_constant_field_up_to_the_border():
+    """Without data terms a constant flow has no energy: no pixel, the border's included,
+    may be pulled (an edge past the border must weigh nothing)."""
+    rng = np.random.RandomState(0)
+    frame_t, frame_t2 = rng.rand(H, W, 3), rng.rand(H, W, 3)
+    xs, ys = pixels()
+    p = np.stack([xs, ys], axis=-1)
+    r1, r3, _ = run_refine(frame_t, frame_t2, p - [1.5, -0.75], p + [1.5, -0.75], delta=0.0,
+                           gamma=0.0)
+    np.testing.assert_allclose(r3 - r1, np.broadcast_to([3.0, -1.5], r1.shape), atol=1e-4)
+
+
+def test_holding_frame_t_moves_only_the_second_end():
+    frame_t, frame_t2, v = affine_pair(np.zeros((2, 2)), np.array([0.5, 0.25]))
+    xs, ys = pixels()
+    p = np.stack([xs, ys], axis=-1)
+    p1 = p - v  # exact in frame t
+    r1, r3, _ = run_refine(frame_t, frame_t2, p1, p + v + 0.8, anchor=0.0)
+    np.testing.assert_array_equal(r1, p1.astype(np.float32))
+    assert np.abs(interior(r3 - (p + v))).max() < 0.05
+
+
+def test_agrees_with_opencv_variational_refinement():
+    cv2 = pytest.importorskip("cv2")
+    if not hasattr(cv2, "VariationalRefinement_create"):
+        pytest.skip("this OpenCV has no VariationalRefinement")
+    matrix, offset = np.array([[0.01, 0.004], [-0.006, 0.008]]), np.array([0.6, -0.4])
+    frame_t, frame_t2, _ = affine_pair(matrix, offset)
+    gray = [np.rint(255 * f.mean(axis=2)).astype(np.uint8) for f in (frame_t, frame_t2)]
+    xs, ys = pixels()
+    start = np.stack([1.0 + 0.5 * np.sin(xs / 11.0), 0.5 * np.cos(ys / 8.0)], -1)  # [H, W, 2]
+    rounds, iterations, sweeps = 10, 5, 5  # OpenCV's fixed point is reached by then
+    vr = cv2.VariationalRefinement_create()
+    for name, value in (("FixedPointIterations", iterations), ("SorIterations", sweeps),
+                        ("Alpha", 10.0), ("Delta", 5.0), ("Gamma", 10.0)):
+        getattr(vr, "set" + name)(value)
+    flow = start.astype(np.float32).copy()
+    for _ in range(rounds):
+        flow = vr.calc(gray[0], gray[1], flow)
+    x = np.stack([xs, ys], -1)  # frame t's pixels, held (anchor 0, OpenCV's form)
+    r1, r3, _ = run_refine(gray[0][..., None] / 255.0, gray[1][..., None] / 255.0, x,
+                           x + start, rounds, iterations, sweeps, anchor=0.0)
+    ours = r3 - r1
+    difference = np.linalg.norm(interior(ours - flow), axis=-1)
+    # OpenCV's derivatives are twice the central difference ([-1, 0, 1]), so each of its
+    # steps goes half the way (after 3 rounds the two still differ by 0.2 px): both
+    # converge to the same field.
+    assert np.median(difference) < 0.02, np.median(difference)
+    assert np.percentile(difference, 95) < 0.05, np.percentile(difference, 95)
+    # Both are near the truth: frame t's pixel x shows the p with p - v(p) = x, which
+    # moves by 2 v(p).
+    p = (x + offset) @ np.linalg.inv(np.eye(2) - matrix).T
+    truth = 2 * (p @ matrix.T + offset)
+    assert np.median(np.linalg.norm(interior(ours - truth), axis=-1)) < 0.05
+    assert np.median(np.linalg.norm(interior(flow - truth), axis=-1)) < 0.05
+
+
+def test_graph_size_does_not_grow_with_the_iterations():
+    sizes = []
+    for counts in ((1, 1, 1), (1, 7, 9)):
+        graph = tf.Graph()
+        with graph.as_default():
+            z = tf.zeros([1, 32, 40, 3])
+            refine_field(z, z, tf.zeros([1, 32, 40, 2]), tf.zeros([1, 32, 40, 2]), *counts,
+                         alpha=10.0, delta=5.0, gamma=10.0)
+        sizes.append(len(graph.get_operations()))
+    assert sizes[0] == sizes[1]
+
+
+def test_refine_graph_runs_one_pair_like_the_function():
+    frame_t, frame_t2, v = affine_pair(np.zeros((2, 2)), np.array([0.3, 0.3]))
+    xs, ys = pixels()
+    p = np.stack([xs, ys], axis=-1)
+    options = MatchOptions(refine_rounds=2, refine_iterations=3, refine_sweeps=3)
+    graph = RefineGraph(H, W, options)
+    try:
+        out = graph.run(frame_t, frame_t2, np.stack([p - v + 0.4, p + v - 0.4], axis=2))
+    finally:
+        graph.close()
+    r1, r3, residual = run_refine(frame_t, frame_t2, p - v + 0.4, p + v - 0.4, 2, 3, 3,
+                                  options.refine_alpha, options.refine_delta,
+                                  options.refine_gamma)
+    np.testing.assert_allclose(out["position"][:, :, 0], r1, atol=1e-4)
+    np.testing.assert_allclose(out["position"][:, :, 1], r3, atol=1e-4)
+    np.testing.assert_allclose(out["residual"], residual, atol=1e-6)
+
+
+def test_residual_confidence_is_half_at_its_scale():
+    np.testing.assert_allclose(residual_confidence([0.0, 0.02, 0.06], 0.02), [1.0, 0.5, 0.25])
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"refine": "lucas"}, "refine must be one of variational, none"),
+    ({"refine_rounds": 0}, "refine_rounds must be an integer >= 1"),
+    ({"refine_sweeps": 2.5}, "refine_sweeps must be an integer >= 1"),
+    ({"refine_alpha": -1}, "refine_alpha must be a finite number >= 0"),
+    ({"refine_gamma": float("nan")}, "refine_gamma must be a finite number >= 0"),
+    ({"residual_scale": float("inf")}, "residual_scale must be a finite number >= 0"),
+    ({"refine_alpha": 0, "refine_delta": 0, "refine_gamma": 0}, "cannot all be 0"),
+])
+def test_bad_settings_are_one_line_errors(settings, message):
+    with pytest.raises(UserError, match=message) as err:
+        MatchOptions(**settings)
+    assert "\n" not in str(err.value)

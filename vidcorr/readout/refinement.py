@@ -1,0 +1,292 @@
+"""Refinement on the frames: a dense field of matches made precise by the images themselves.
+
+The network says *where* a middle-frame pixel p comes from (``p1`` in frame t,
+``p3`` in frame t+2); the frames say *exactly* where. This stage takes every
+pixel's pair of positions from the read-out and moves them so that frame t at
+``p1`` and frame t+2 at ``p3`` look alike, with a smooth field of moves: a
+variational refinement in the manner of DIS and DeepFlow (Brox et al. 2004,
+Weinzaepfel et al. 2013), written in TensorFlow ops so it runs on the GPU when
+there is one, batches over pairs and goes wherever the graph goes.
+
+**What is refined.** A match of the middle frame has two ends. Its flow
+``u = p3 - p1`` is refined with the midpoint ``c = (p1 + p3) / 2`` held, so both
+ends move by half of each step (``p1 = c - u/2``, ``p3 = c + u/2``): the field
+stays on the middle frame's pixel grid, where the read-out gives it densely (no
+scattering to frame t's pixels, no holes to fill), and the two frames are
+treated alike. ``anchor=0`` holds ``p1`` instead (``p3 = p1 + u``): the form of
+OpenCV's ``VariationalRefinement``, against which the tests check this stage.
+
+**The energy**, over the field ``u`` (images on a 0-255 scale, as OpenCV's):
+
+    E(u) = sum_p  delta/2 Psi(sum_c (I3_c(p3) - I1_c(p1))^2 / n_c)
+                + gamma/2 Psi(sum_c |grad I3_c(p3) - grad I1_c(p1)|^2 / n'_c)
+                + alpha/2 Psi(|grad u|^2),     Psi(s^2) = sqrt(s^2 + eps^2),
+
+with DeepFlow's normalisation ``n = |grad I|^2 + zeta^2`` of each constancy term
+and the colour channels averaged. It is minimised in ``rounds`` of re-warping
+(the frames sampled at the current positions, the constancy terms linearised
+around them with the derivatives of the warped pair's average), each with
+``iterations`` fixed-point steps (the robust weights lagged) of ``sweeps``
+red-black block-SOR sweeps over the 2x2 systems per pixel. All loops are
+``tf.while_loop``: the graph's size does not depend on the iteration counts.
+
+Beside the refined positions it returns each pixel's photometric residual,
+``mean_c |I3_c(p3) - I1_c(p1)|`` (0-1 scale), averaged over a 3x3 window: a
+confidence term, since an occluded point has no position where the frames agree.
+"""
+
+import numpy as np
+
+from vidcorr.compat import default_device, session_config, tf
+from vidcorr.readout.blend import sample_bilinear_batch
+
+__all__ = ["refine_field", "RefineGraph", "residual_confidence", "OMEGA", "ZETA", "EPSILON",
+           "SCALE"]
+
+OMEGA = 1.6  # SOR over-relaxation (OpenCV's and DIS's value)
+ZETA = 0.1  # the constancy terms' normaliser, 0-255 grey levels per pixel
+EPSILON = 1e-3  # the robust penalty's smoothing
+SCALE = 255.0  # images are refined on a 0-255 scale, so alpha, delta, gamma mean OpenCV's
+
+
+def _dx(f):
+    """Central differences along x of ``[B, H, W, C]``, the border repeated."""
+    p = tf.concat([f[:, :, :1], f, f[:, :, -1:]], axis=2)
+    return 0.5 * (p[:, :, 2:] - p[:, :, :-2])
+
+
+def _dy(f):
+    """Central differences along y of ``[B, H, W, C]``, the border repeated."""
+    p = tf.concat([f[:, :1], f, f[:, -1:]], axis=1)
+    return 0.5 * (p[:, 2:] - p[:, :-2])
+
+
+def _next_x(f):  # f at x + 1 (the last column repeated; its edge weight is 0)
+    return tf.concat([f[:, :, 1:], f[:, :, -1:]], axis=2)
+
+
+def _next_y(f):
+    return tf.concat([f[:, 1:], f[:, -1:]], axis=1)
+
+
+class _Constraint(object):
+    """A linearised constancy constraint ``gz + gx du + gy dv = 0`` per colour channel,
+    normalised by ``sqrt(gx^2 + gy^2 + zeta^2)`` (DeepFlow's normalisation)."""
+
+    def __init__(self, gx, gy, gz):
+        scale = tf.rsqrt(gx * gx + gy * gy + ZETA ** 2)  # [B, H, W, C]
+        self.gx, self.gy, self.gz = gx * scale, gy * scale, gz * scale
+        # its least-squares system, the channels' mean: [B, H, W, 5] (a11, a12, a22, b1, b2)
+        self.system = tf.reduce_mean(tf.stack(
+            [self.gx * self.gx, self.gx * self.gy, self.gy * self.gy, -self.gx * self.gz,
+             -self.gy * self.gz], axis=4), axis=3)
+
+    def energy(self, u, v):
+        """The channels' mean squared residual at ``(u, v)`` (each ``[B, H, W, 1]``)."""
+        r = self.gz + self.gx * u + self.gy * v  # [B, H, W, C]
+        return tf.reduce_mean(r * r, axis=3)  # [B, H, W]
+
+
+def _constraints(warped1, warped3):
+    """The linearised constancy terms of one round: brightness, and the gradient's two
+    components. The derivatives are those of the warped pair's average; ``Iz`` its
+    difference."""
+    avg = 0.5 * (warped1 + warped3)  # [B, H, W, C]
+    iz = warped3 - warped1
+    ix, iy = _dx(avg), _dy(avg)
+    ixy = _dy(ix)
+    return (_Constraint(ix, iy, iz),
+            (_Constraint(_dx(ix), ixy, _dx(iz)), _Constraint(ixy, _dy(iy), _dy(iz))))
+
+
+def _data_system(constraints, du, delta, gamma):
+    """The data terms' 2x2 system per pixel at the increment ``du [B, H, W, 2]``, the robust
+    penalties' weights lagged: ``(a11, a12, a22, b1, b2)``, each ``[B, H, W]``."""
+    u, v = du[..., :1], du[..., 1:]  # [B, H, W, 1]
+    brightness, (along_x, along_y) = constraints
+    eps2 = EPSILON ** 2
+    robust = (0.5 * delta) * tf.rsqrt(brightness.energy(u, v) + eps2)  # [B, H, W]
+    total = robust[..., None] * brightness.system
+    robust = (0.5 * gamma) * tf.rsqrt(along_x.energy(u, v) + along_y.energy(u, v) + eps2)
+    total += robust[..., None] * (along_x.system + along_y.system)  # [B, H, W, 5]
+    a11, a12, a22, b1, b2 = tf.unstack(total, axis=3)
+    zeta2 = ZETA ** 2
+    return a11 + zeta2, a12, a22 + zeta2, b1, b2
+
+
+def _smoothness_weights(field, alpha, last_x, last_y):
+    """The robust smoothness weights of ``field [B, H, W, 2]`` on the edges to the right and
+    down neighbours, ``(right, down)`` each ``[B, H, W, 1]`` (0 where there is none)."""
+    gx = (_next_x(field) - field) * last_x  # forward differences, 0 past the border
+    gy = (_next_y(field) - field) * last_y
+    s = (0.5 * alpha) / tf.sqrt(tf.reduce_sum(gx * gx + gy * gy, axis=3, keepdims=True)
+                                + EPSILON ** 2)  # [B, H, W, 1]
+    return s * last_x, s * last_y
+
+
+# One depthwise convolution gives each field component's four neighbours (right, left, down,
+# up), zero past the border, where their weights are 0 too: [3, 3, 1, 4] one-hot taps.
+_NEIGHBOURS = np.zeros((3, 3, 1, 4), np.float32)
+for _k, (_y, _x) in enumerate(((1, 2), (1, 0), (2, 1), (0, 1))):
+    _NEIGHBOURS[_y, _x, 0, _k] = 1.0
+
+
+def _sor_system(u, system, edges, masks):
+    """What the SOR sweeps of one fixed-point step share, for the full field ``U = u + du``.
+
+    Each pixel solves ``(A + S) du = b + sum_n w_n U_n - S u`` for its 2x2 ``A`` (data
+    terms) and ``S``, the sum of its edge weights ``w_n``; so ``U* = c + M^-1 sum_n w_n U_n``
+    with ``M = A + S`` and ``c = u + M^-1 (b - S u)``. A half-sweep over the pixels of one
+    colour moves them ``U += omega (U* - U)``. ``M^-1 x`` is ``p * x + q * swap(x)``, its
+    diagonal and off-diagonal parts, so the sweep is a few element-wise ops.
+
+    Returns:
+      ``(weights [B, H, W, 8], steps)``: the edge weights of both components' neighbours,
+      and per colour ``(keep, offset, p, q)``, each already scaled by ``omega`` and the
+      colour's mask.
+    """
+    a11, a12, a22, b1, b2 = system
+    right, down = edges
+    # the edge to the left is the left neighbour's edge to the right; none on the first column
+    left = tf.concat([tf.zeros_like(right[:, :, :1]), right[:, :, :-1]], axis=2)
+    up = tf.concat([tf.zeros_like(down[:, :1]), down[:, :-1]], axis=1)
+    four = tf.concat([right, left, down, up], axis=3)  # [B, H, W, 4]
+    total = tf.reduce_sum(four, axis=3)  # [B, H, W]
+    m11, m22 = a11 + total, a22 + total
+    inv = 1.0 / (m11 * m22 - a12 * a12)  # the smoothness terms keep it positive
+    p = tf.stack([m22 * inv, m11 * inv], axis=3)  # [B, H, W, 2]
+    q = tf.stack([-a12 * inv] * 2, axis=3)
+    rhs = tf.stack([b1, b2], axis=3) - total[..., None] * u
+    c = u + p * rhs + q * tf.reverse(rhs, [3])  # [B, H, W, 2]
+    steps = []
+    for mask in masks:
+        relax = OMEGA * mask  # [1, H, W, 1]
+        steps.append((1.0 - relax, relax * c, relax * p, relax * q))
+    return tf.concat([four, four], axis=3), steps
+
+
+def _sor_sweep(field, shared):
+    """One red-black block-SOR sweep over the full field ``U [B, H, W, 2]``."""
+    weights, steps = shared
+    shape = tf.shape(field)
+    for keep, offset, p, q in steps:
+        shifted = tf.nn.depthwise_conv2d(field, np.tile(_NEIGHBOURS, (1, 1, 2, 1)),
+                                         [1, 1, 1, 1], "SAME")  # [B, H, W, 2 x 4]
+        nb = tf.reduce_sum(tf.reshape(weights * shifted, tf.concat([shape, [4]], 0)),
+                           axis=4)  # [B, H, W, 2]: sum_n w_n U_n
+        field = keep * field + offset + p * nb + q * tf.reverse(nb, [3])
+    return field
+
+
+def refine_field(image1, image3, p1, p3, rounds, iterations, sweeps, alpha, delta, gamma,
+                 anchor=0.5):
+    """Refines every pixel's positions in both frames on the frames themselves.
+
+    Args:
+      image1: ``[B, H, W, C]`` frame t, float in [0, 1].
+      image3: ``[B, H, W, C]`` frame t+2.
+      p1: ``[B, h, w, 2]`` float ``(x, y)`` positions in frame t, one per pixel of a grid
+        (the middle frame's pixels), whose neighbours are the grid's.
+      p3: ``[B, h, w, 2]`` their positions in frame t+2.
+      rounds: re-warpings (>= 1).
+      iterations: fixed-point steps per round (>= 1).
+      sweeps: red-black SOR sweeps per fixed-point step (>= 1).
+      alpha: the smoothness weight.
+      delta: the brightness constancy weight.
+      gamma: the gradient constancy weight.
+      anchor: 0.5 holds each match's midpoint, 0 holds ``p1`` (see the module docstring).
+
+    Returns:
+      ``(p1, p3, residual)``: refined ``[B, h, w, 2]`` positions, and ``[B, h, w]`` the
+      photometric residual at them, averaged over 3x3 pixels (0-1 scale).
+    """
+    image1, image3 = image1 * SCALE, image3 * SCALE
+    shape = tf.shape(p1)
+    ones = tf.ones(tf.concat([shape[:3], [1]], 0))  # [B, h, w, 1]
+    last_x = tf.concat([ones[:, :, 1:], 0 * ones[:, :, :1]], axis=2)  # 0 on the last column
+    last_y = tf.concat([ones[:, 1:], 0 * ones[:, :1]], axis=1)  # 0 on the last row
+    cols, rows = tf.range(shape[2]), tf.range(shape[1])
+    parity = tf.cast((rows[:, None] + cols[None, :]) % 2, tf.float32)[None, :, :, None]
+    masks = (1.0 - parity, parity)  # red, then black pixels, [1, h, w, 1]
+    base = p1 + anchor * (p3 - p1)  # the held point, [B, h, w, 2]
+    u = p3 - p1  # [B, h, w, 2]
+    for _ in range(rounds):
+        constraints = _constraints(sample_bilinear_batch(image1, base - anchor * u),
+                                   sample_bilinear_batch(image3, base + (1.0 - anchor) * u))
+
+        def fixed_point(i, du, u=u, d=constraints):
+            shared = _sor_system(u, _data_system(d, du, delta, gamma),
+                                 _smoothness_weights(u + du, alpha, last_x, last_y), masks)
+            full = tf.while_loop(
+                lambda j, x: j < sweeps,
+                lambda j, x: (j + 1, _sor_sweep(x, shared)), (0, u + du),
+                back_prop=False)[1]
+            return i + 1, full - u
+
+        du = tf.while_loop(lambda i, du: i < iterations, fixed_point,
+                           (0, tf.zeros_like(u)), back_prop=False)[1]
+        u = u + du
+    p1, p3 = base - anchor * u, base + (1.0 - anchor) * u
+    diff = tf.reduce_mean(tf.abs(sample_bilinear_batch(image3, p3) -
+                                 sample_bilinear_batch(image1, p1)), axis=3, keepdims=True)
+    residual = tf.nn.avg_pool(tf.pad(diff, [[0, 0], [1, 1], [1, 1], [0, 0]], "SYMMETRIC"),
+                              [1, 3, 3, 1], [1, 1, 1, 1], "VALID")[..., 0] / SCALE
+    return p1, p3, residual
+
+
+def residual_confidence(residual, scale):
+    """A confidence term in (0, 1] from the photometric residual: ``scale / (scale +
+    residual)`` (1 where the frames agree exactly, 1/2 at a residual of ``scale``)."""
+    residual = np.asarray(residual, np.float64)
+    return scale / (scale + np.maximum(residual, 0.0))
+
+
+class RefineGraph(object):
+    """:func:`refine_field` for one image size, in its own session (built once).
+
+    Args:
+      height: image height (the positions' grid is the image's pixels).
+      width: image width.
+      options: a :class:`vidcorr.readout.options.MatchOptions` (its ``refine_*`` fields).
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads (None: TensorFlow decides).
+    """
+
+    def __init__(self, height, width, options, device=None, threads=None):
+        self.height, self.width = int(height), int(width)
+        h, w = self.height, self.width
+        self.graph = tf.Graph()
+        with self.graph.as_default(), tf.device(device or default_device()):
+            self.frames = tf.placeholder(tf.float32, [None, h, w, 6], "frames")  # [B, H, W, 6]
+            self.positions = tf.placeholder(tf.float32, [None, h, w, 2, 2],
+                                            "positions")  # [B, H, W, frame, (x, y)]
+            p1, p3, residual = refine_field(
+                self.frames[..., :3], self.frames[..., 3:], self.positions[..., 0, :],
+                self.positions[..., 1, :], options.refine_rounds, options.refine_iterations,
+                options.refine_sweeps, options.refine_alpha, options.refine_delta,
+                options.refine_gamma)
+            self.outputs = {"position": tf.stack([p1, p3], axis=3), "residual": residual}
+            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
+        self.graph.finalize()
+
+    def run(self, frame_t, frame_t2, position):
+        """Refined positions of one pair.
+
+        Args:
+          frame_t: ``[H, W, 3]`` float in [0, 1].
+          frame_t2: ``[H, W, 3]``.
+          position: ``[H, W, 2, 2]`` each pixel's ``(x, y)`` in frame t and frame t+2.
+
+        Returns:
+          ``{"position": [H, W, 2, 2], "residual": [H, W]}`` numpy arrays.
+        """
+        feed = {self.frames: np.concatenate([frame_t, frame_t2], -1)[None].astype(np.float32),
+                self.positions: np.asarray(position, np.float32)[None]}
+        out = self.sess.run(self.outputs, feed)
+        return {k: v[0] for k, v in out.items()}
+
+    def close(self):
+        """Releases the session."""
+        if self.sess is not None:
+            self.sess.close()
+            self.sess = None
