@@ -48,7 +48,7 @@ setup(
     long_description=open(os.path.join(os.path.dirname(__file__), "README.md")).read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["vidcorr", "vidcorr.*"]),
-    package_data={"vidcorr": ["models/default/*"]},  # the default model (a few MB)
+    package_data={"vidcorr": ["models/default/*", "models/quantized/*"]},  # the two models (1.2 MB each)
     python_requires=">=3.7",
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,

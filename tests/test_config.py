@@ -65,7 +65,10 @@ def test_load_config_errors(tmp_path):
 
 
 def _shipped(*path):
-    """The shipped config at ``configs/<path>``."""
+    """The shipped config at ``configs/<path>``, or a ranking run's at
+    ``research/configs/ranking/<name>``."""
+    if path[0] == "ranking":
+        return load_config(os.path.join(ROOT, "research", "configs", *path))
     return load_config(os.path.join(ROOT, "configs", *path))
 
 
@@ -75,7 +78,7 @@ def test_shipped_configs_are_valid():
     paths += sorted(glob.glob(os.path.join(ROOT, "configs", "cpu_sharp_soup", "*.json")))
     assert {"mind_paper.json", "cpu_small.json", "cpu_match.json", "finetune_quantized.json",
             "tiny_test.json"} <= names
-    ranking = sorted(glob.glob(os.path.join(ROOT, "configs", "ranking", "*.json")))
+    ranking = sorted(glob.glob(os.path.join(ROOT, "research", "configs", "ranking", "*.json")))
     assert {"r0_l1.json", "r2_census.json", "r5_frames.json"} <= {os.path.basename(p)
                                                                  for p in ranking}
     for path in paths + ranking:
@@ -83,7 +86,7 @@ def test_shipped_configs_are_valid():
         assert isinstance(config, Config)
         # a model folder a config starts from is in the repository (runs/ are made by
         # another shipped config), so the config runs from a clean checkout
-        if config.train.init_from.startswith("vidcorr/"):
+        if config.train.init_from.startswith(("vidcorr/", "research/")):
             assert os.path.isfile(os.path.join(ROOT, config.train.init_from, "checkpoint")), path
         if path in ranking:  # reproduces after the default changes: starts from a frozen copy
             assert config.train.init_from != "vidcorr/models/default", path
@@ -102,12 +105,12 @@ def test_the_default_models_recipe():
             smooth.smooth_weight, smooth.steps) == (0.2, 2.0, True, 2.0, 0.03, 800)
     warp = _shipped("ranking", "r21_r16_warp3.json").train
     assert dataclasses.replace(warp, warp_weight=0.0, run_dir=smooth.run_dir) == smooth
-    assert warp.warp_weight == 3.0 and warp.init_from == "vidcorr/models/previous_default"
+    assert warp.warp_weight == 3.0 and warp.init_from == "research/models/previous_default"
     # the default's first stage: r21's terms for 1600 steps from the previous default
     sharp = _shipped("cpu_sharp.json").train
     assert dataclasses.replace(sharp, steps=800, run_dir=warp.run_dir) == warp
     assert sharp.steps == 1600 and sharp.run_dir == "runs/cpu_sharp"
-    # r28, the second stage until 2026-12-03 (frozen as vidcorr/models/sharp_stage2): census,
+    # r28, the second stage until 2026-12-03 (frozen as research/models/sharp_stage2): census,
     # the frame term at temperature 1 and smoothness, no warp term, 600 steps at 3e-5
     r28 = _shipped("ranking", "r28_polish_r13.json")
     assert (r28.train.census_weight, r28.train.frame_weight, r28.train.frame_mass,
@@ -115,13 +118,13 @@ def test_the_default_models_recipe():
             r28.train.steps, r28.train.learning_rate, r28.data.layered_fraction) == (
                 0.2, 2.0, True, 1.0, 0.03, 0.0, 600, 3e-5, 0.75)
     # the second stage now (r48): r28's config with half the training triplets layered and
-    # without the frame term, from the first stage (exported to vidcorr/models/sharp_stage1)
+    # without the frame term, from the first stage (exported to research/models/sharp_stage1)
     polish_config = _shipped("cpu_sharp_polish.json")
     polish = polish_config.train
     r48 = _shipped("ranking", "r48_r43_frame0.json")
     assert dataclasses.replace(polish, run_dir=r48.train.run_dir) == r48.train
     assert polish_config.data == r48.data and polish_config.model == r48.model
-    assert polish.init_from == "vidcorr/models/sharp_stage1"
+    assert polish.init_from == "research/models/sharp_stage1"
     assert polish.run_dir == "runs/cpu_sharp_polish"
     assert dataclasses.replace(polish, frame_weight=2.0, frame_mass=True,
                                run_dir=r28.train.run_dir) == r28.train
@@ -129,7 +132,7 @@ def test_the_default_models_recipe():
     assert (polish.frame_weight, polish.warp_weight, polish_config.data.layered_fraction) == (
         0.0, 0.0, 0.5)
     # the default since 2026-12-03 (evening): the element-wise mean of four fine-tunes of the
-    # second stage's export (r48, frozen as vidcorr/models/candidate_layered50_noframe), its
+    # second stage's export (r48, frozen as research/models/candidate_layered50_noframe), its
     # config for 400 steps at 5e-5 with train.seed 0, 1, 2 and at 3e-5 with seed 1: the
     # ranking runs r57 to r60, whose step-400 checkpoints vidcorr/models/default averages
     soup = {"finetune_seed0": ("r57_finetune_r48", 0, 5e-5),
@@ -147,7 +150,7 @@ def test_the_default_models_recipe():
         assert config.train == dataclasses.replace(
             polish, steps=400, learning_rate=rate, seed=seed, checkpoint_every=100,
             validate_every=100, summary_every=100, run_dir=config.train.run_dir,
-            init_from="vidcorr/models/candidate_layered50_noframe")
+            init_from="research/models/candidate_layered50_noframe")
     with open(os.path.join(ROOT, "vidcorr", "models", "default", "card.json")) as f:
         card = json.load(f)
     assert card["steps"] == 400 and card["config"]["train"]["steps"] == 400
@@ -155,7 +158,7 @@ def test_the_default_models_recipe():
     assert card["averaged"] == [_shipped("ranking", run + ".json").train.run_dir
                                 + "/model.ckpt-400" for run, _, _ in soup.values()]
     # its quantized fine-tune keeps the second stage's loss terms and data: ranking run r66,
-    # the recipe from the soup before it became the default (vidcorr/models/candidate_soup4)
+    # the recipe from the soup before it became the default (research/models/candidate_soup4)
     quantized = _shipped("finetune_quantized.json")
     assert quantized.model.quantize and quantized.model.num_bits == 8
     assert dataclasses.replace(quantized.train, steps=600, learning_rate=3e-5,
@@ -164,7 +167,7 @@ def test_the_default_models_recipe():
     assert quantized.data == polish_config.data
     assert quantized.train.init_from == "vidcorr/models/default"
     r66 = _shipped("ranking", "r66_quantized_soup4.json")
-    assert r66.train.init_from == "vidcorr/models/candidate_soup4"
+    assert r66.train.init_from == "research/models/candidate_soup4"
     assert dataclasses.replace(r66.train, init_from=quantized.train.init_from,
                                run_dir=quantized.train.run_dir) == quantized.train
     assert r66.model == quantized.model and r66.data == quantized.data

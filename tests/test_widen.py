@@ -99,7 +99,7 @@ def test_copies_split_the_outgoing_weights_unequally():
 
 
 def test_widening_the_shipped_model_keeps_its_predictions():
-    prefix = "vidcorr/models/sharp_stage1"
+    prefix = "research/models/sharp_stage1"
     values = checkpoint_values(tf.train.latest_checkpoint(prefix))
     spec = spec_from_checkpoint(tf.train.latest_checkpoint(prefix), values)
     frames = np.random.RandomState(0).rand(1, 32, 64, 6).astype(np.float32)
