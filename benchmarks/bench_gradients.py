@@ -44,7 +44,8 @@ from vidcorr.readout.gradients import SensitivityGraph  # noqa: E402
 from vidcorr.readout.pyramid import grid_points  # noqa: E402
 from vidcorr.readout.memory import chunk_for_budget  # noqa: E402
 from vidcorr.readout.inference import fold_batch_norm  # noqa: E402
-from vidcorr.model.network import NetworkSpec, forward_flops, mind  # noqa: E402
+from vidcorr.model.network import forward_flops, mind  # noqa: E402
+from vidcorr.model.spec import NetworkSpec  # noqa: E402
 from vidcorr.model.spec import layer_plan, plan_flops  # noqa: E402
 
 

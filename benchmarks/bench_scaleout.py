@@ -32,7 +32,7 @@ from vidcorr.readout.matching import Matcher
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
-from tests.reference import free_ports  # noqa: E402  (a test helper: ports on this machine)
+from vidcorr.training.distributed import free_ports  # noqa: E402
 TRAIN = [sys.executable, os.path.join(ROOT, "scripts", "train.py")]
 
 

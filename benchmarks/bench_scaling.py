@@ -49,7 +49,7 @@ STRIDE = 4
 def _model(name, height, width):
     """``(spec, folded weights)`` of the packaged model or of full-width MIND."""
     from vidcorr.readout.inference import find_model, fold_batch_norm
-    from vidcorr.model.network import NetworkSpec
+    from vidcorr.model.spec import NetworkSpec
 
     if name == "default":
         from vidcorr.readout.matching import DEFAULT_MODEL

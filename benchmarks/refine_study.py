@@ -6,7 +6,7 @@ matches both pairs (at ``--width`` columns, ``--stride``) twice and the second r
 timed, so the graphs are built and warm. It prints one markdown row per pair and variant.
 
     python benchmarks/refine_study.py                         # the variants below
-    python benchmarks/refine_study.py --variants '{"g10": {"refine_gamma": 10}}'
+    python benchmarks/refine_study.py --variants '{"g5": {"refine_gamma": 5}}'
 
 Needs the eval extra (the evaluation pairs): ``pip install -e .[eval]``.
 """
@@ -19,12 +19,12 @@ VARIANTS = {
     "default": {},
     "rounds 1, iterations 6": {"refine_rounds": 1, "refine_iterations": 6},
     "iterations 4": {"refine_iterations": 4},
-    "iterations 4, gamma 10": {"refine_iterations": 4, "refine_gamma": 10.0},
+    "iterations 4, gamma 5": {"refine_iterations": 4, "refine_gamma": 5.0},
     "sweeps 2": {"refine_sweeps": 2},
     "alpha 5": {"refine_alpha": 5.0},
     "alpha 20": {"refine_alpha": 20.0},
     "delta 10": {"refine_delta": 10.0},
-    "gamma 10": {"refine_gamma": 10.0},
+    "gamma 5": {"refine_gamma": 5.0},
     "no residual term": {"residual_scale": 0.0},
     "residual scale 0.01": {"residual_scale": 0.01},
     "residual scale 0.05": {"residual_scale": 0.05},

@@ -65,7 +65,7 @@ def _random_network(path, spec, seed):
 @pytest.fixture(scope="session")
 def random_kernel_checkpoint(tmp_path_factory):
     """A width-0.125 MIND with the adaptive-kernel head (K = 5) and random weights, saved."""
-    from vidcorr.model.network import NetworkSpec
+    from vidcorr.model.spec import NetworkSpec
 
     path = str(tmp_path_factory.mktemp("random_kernel") / "model.ckpt")
     return _random_network(path, NetworkSpec(width=0.125, output_kernel=1, kernel_size=5), 11)
@@ -74,7 +74,7 @@ def random_kernel_checkpoint(tmp_path_factory):
 @pytest.fixture(scope="session")
 def random_checkpoint(tmp_path_factory):
     """A width-0.125 MIND with random weights and non-trivial batch norm, saved."""
-    from vidcorr.model.network import NetworkSpec
+    from vidcorr.model.spec import NetworkSpec
 
     path = str(tmp_path_factory.mktemp("random") / "model.ckpt")
     return _random_network(path, NetworkSpec(width=0.125), 7)

@@ -70,16 +70,3 @@ def batch_norm_train(x, gamma, beta, eps):
 def batch_norm_test(x, gamma, beta, mean, var, eps):
     """Inference-mode batch norm with given statistics."""
     return (x - mean) / np.sqrt(var + eps) * gamma + beta
-
-
-def free_ports(n, host="127.0.0.1"):
-    """``n`` distinct TCP ports free on ``host`` right now (for a cluster on one machine)."""
-    import socket
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind((host, 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()

@@ -183,6 +183,8 @@ def test_graph_warp_equals_the_pyramid_warp(sess, rng):
 
 
 def test_graph_smoothing_equals_scipy_median_and_weighted_gaussian(sess, rng):
+    """Over the whole image, the border included: the graph pads by repeating the edge
+    pixel (``SYMMETRIC``), which is scipy's ``mode="reflect"``."""
     from scipy import ndimage
 
     from vidcorr.readout.blend import smooth_field
@@ -190,18 +192,17 @@ def test_graph_smoothing_equals_scipy_median_and_weighted_gaussian(sess, rng):
     field = rng.randn(40, 48, 4).astype(np.float32)
     field[10, 10] = 50.0  # an outlier the median removes
     conf = rng.rand(40, 48).astype(np.float32)
-    median = np.stack([ndimage.median_filter(field[..., c], 9, mode="mirror")
+    median = np.stack([ndimage.median_filter(field[..., c], 9, mode="reflect")
                        for c in range(4)], -1)
     got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 0))
-    np.testing.assert_allclose(got[4:-4, 4:-4], median[4:-4, 4:-4], atol=1e-6)
+    np.testing.assert_allclose(got, median, atol=1e-6)
     assert abs(got[10, 10, 0]) < 5
     weight = conf.astype(np.float64)[..., None] + 1e-3
-    blur = lambda x: np.stack([ndimage.gaussian_filter(x[..., c], 3.0, mode="mirror",  # noqa
+    blur = lambda x: np.stack([ndimage.gaussian_filter(x[..., c], 3.0, mode="reflect",  # noqa
                                                        truncate=4.0) for c in range(x.shape[2])], -1)
     expected = blur(weight * median) / blur(weight)
     got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 3.0))
-    inner = np.s_[16:-16, 16:-16]  # away from the border, whose padding differs
-    np.testing.assert_allclose(got[inner], expected[inner], atol=1e-4)
+    np.testing.assert_allclose(got, expected, atol=1e-4)
 
 
 def test_auto_readout_follows_the_network(random_kernel_checkpoint, random_checkpoint):
@@ -213,12 +214,80 @@ def test_auto_readout_follows_the_network(random_kernel_checkpoint, random_check
 
 
 def test_smoothing_takes_fields_smaller_than_its_reach(sess, rng):
+    """A 6x9 field under a median of 9 and a Gaussian of 10 px (reach 40): both shrink to
+    the image (the median to 6x6, the Gaussian's taps to 6 and 9 pixels either side), as a
+    direct numpy sum over the edge-repeating padding computes them."""
     from vidcorr.readout.blend import smooth_field
 
-    field = np.full((6, 9, 4), 2.5, np.float32)  # a constant field stays constant
-    got = sess.run(smooth_field(tf.constant(field), tf.constant(rng.rand(6, 9).astype(
-        np.float32)), 9, 10.0))
-    np.testing.assert_allclose(got, field, rtol=1e-5)
+    h, w = 6, 9
+    field = rng.randn(h, w, 4).astype(np.float32)
+    conf = rng.rand(h, w).astype(np.float32)
+    got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 10.0))
+    size = min(9, h, w)  # 6: the median's window, padded 3 before and 2 after
+    padded = np.pad(field.astype(np.float64), [(3, 2), (3, 2), (0, 0)], mode="symmetric")
+    median = np.empty((h, w, 4))
+    for y in range(h):
+        for x in range(w):
+            window = np.sort(padded[y:y + size, x:x + size].reshape(-1, 4), axis=0)
+            median[y, x] = window[(size * size - 1) // 2]  # the lower median of an even count
+    weight = conf.astype(np.float64)[..., None] + 1e-3
+
+    def gauss(r):
+        g = np.exp(-0.5 * (np.arange(-r, r + 1) / 10.0) ** 2)
+        return g / g.sum()
+
+    def blur(x):  # the separable Gaussian, taps to the image's size, symmetric padding
+        ry, rx = h, w
+        x = np.pad(x, [(ry, ry), (rx, rx), (0, 0)], mode="symmetric")
+        gx, gy = gauss(rx), gauss(ry)
+        x = np.stack([sum(gx[k] * x[:, k:k + w, c] for k in range(2 * rx + 1))
+                      for c in range(x.shape[2])], -1)
+        return np.stack([sum(gy[k] * x[k:k + h, :, c] for k in range(2 * ry + 1))
+                         for c in range(x.shape[2])], -1)
+
+    np.testing.assert_allclose(got, blur(weight * median) / blur(weight), rtol=1e-4, atol=1e-5)
+    assert np.ptp(got[..., 0]) > 1e-3  # not a constant: the test can tell filters apart
+
+
+def test_reflection_at_every_border_against_numpy():
+    from vidcorr.readout.blend import reflect_positions
+
+    w, h = 10, 7  # different sizes: x reflects at 0 and 9, y at 0 and 6
+    xy = np.array([[-1.5, -0.25], [10.5, 7.75], [9.0, 6.0], [3.2, 2.1], [-3.0, 8.5]],
+                  np.float32)
+    expected = np.array([[1.5, 0.25], [7.5, 4.25], [9.0, 6.0], [3.2, 2.1], [3.0, 3.5]])
+    with tf.Session(graph=tf.Graph()) as sess:
+        got = sess.run(reflect_positions(tf.constant(xy), w, h))
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_positions_map_back_through_fields_that_vary(random_kernel_checkpoint, rng):
+    """A constant one-hot head reads frame t at tap d1 and frame t+2 at d3 of the warped
+    pair; with fields that vary over the image the graph must return
+    ``q + field(q)``, q the tap position reflected into the image, the field sampled
+    bilinearly (scipy's ``map_coordinates``, an independent sampler)."""
+    from scipy import ndimage
+
+    d1, d3 = (2, -1), (-2, 2)
+    taps = [tuple(t) for t in _taps().astype(int)]
+    logits = np.full(2 * K * K, -60.0, np.float32)
+    logits[taps.index(d1)] = logits[K * K + taps.index(d3)] = 60.0
+    spec, weights = _constant_logits_weights(random_kernel_checkpoint, logits)
+    h, w = 32, 64
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
+    fields = [np.stack([1.5 * np.sin(xs / 7.0) + 0.02 * ys, 0.8 * np.cos(ys / 5.0)], -1),
+              np.stack([-0.03 * xs + 0.5, 0.6 * np.sin((xs + ys) / 9.0)], -1)]
+    graph = BlendGraph(spec, h, w, weights, "argmax", temperature=1.0)
+    out = graph.run(rng.rand(h, w, 3), rng.rand(h, w, 3), [f.astype(np.float32) for f in fields])
+    graph.close()
+    for f, d in enumerate((d1, d3)):
+        qx, qy = xs + d[0], ys + d[1]
+        qx = np.where(qx < 0, -qx, np.where(qx > w - 1, 2 * (w - 1) - qx, qx))
+        qy = np.where(qy < 0, -qy, np.where(qy > h - 1, 2 * (h - 1) - qy, qy))
+        shift = [ndimage.map_coordinates(fields[f][..., c], [qy, qx], order=1, mode="nearest")
+                 for c in range(2)]
+        expected = np.stack([qx + shift[0], qy + shift[1]], -1)
+        np.testing.assert_allclose(out["position"][:, :, f], expected, atol=1e-4)
 
 
 def test_correspond_script_with_the_kernel_readout_at_stride_1_is_dense(

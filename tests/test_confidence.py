@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from vidcorr.readout.confidence import TEXTURE_SCALE, match_confidence, min_eigenvalue, peak_ratio, \
-    texture_at, texture_map
+    texture_map
 from vidcorr.errors import UserError
 from vidcorr.readout.matching import Matcher
 
@@ -38,13 +38,29 @@ def test_peak_ratio_and_confidence():
     ratio = peak_ratio(np.array([[2.0, 4.0], [0.0, 1.0]]), np.array([[1.0, 1.0], [0.0, 0.5]]))
     np.testing.assert_allclose(ratio, [0.5, 0.0])  # min over frames; no peak: 0
     rng = np.random.RandomState(0)
-    textured, flat = rng.rand(32, 32, 3), np.full((32, 32, 3), 0.5)
-    pos = np.array([[[10.2, 11.7], [12.0, 11.0]], [[20.0, 5.0], [21.0, 6.0]]])  # [2, 2, 2]
-    conf = match_confidence(np.array([0.5, 0.8]), textured, textured, pos)
-    expected = np.array([0.5, 0.8]) * np.minimum(texture_at(texture_map(textured), pos[:, 0]),
-                                                 texture_at(texture_map(textured), pos[:, 1]))
-    np.testing.assert_allclose(conf, expected)
-    np.testing.assert_array_equal(match_confidence(np.array([0.5, 0.8]), textured, flat, pos), 0)
+    # faint textures (the texture term between 0 and 1): frame t fainter on the left half,
+    # frame t+2 on the right, so each match's two ends read different textures
+    left = (np.arange(32) < 16)[None, :, None]
+    frame_t = 0.5 + np.where(left, 0.008, 0.03) * rng.rand(32, 32, 3)
+    frame_t2 = 0.5 + np.where(left, 0.03, 0.008) * rng.rand(32, 32, 3)
+    flat = np.full((32, 32, 3), 0.5)
+    # each end in its own frame, at positions that round to different pixels
+    pos = np.array([[[10.2, 11.7], [22.6, 10.4]], [[24.4, 20.0], [8.0, 21.0]]])  # [2, 2, 2]
+    conf = match_confidence(np.array([0.5, 0.8]), frame_t, frame_t2, pos)
+
+    def texture(image, x, y, radius=4):  # Shi-Tomasi from numpy's eigenvalues, at a pixel
+        gy, gx = np.gradient(image.mean(axis=2))
+        window = (slice(y - radius, y + radius + 1), slice(x - radius, x + radius + 1))
+        j = np.array([[np.mean(gx[window] ** 2), np.mean(gx[window] * gy[window])],
+                      [np.mean(gx[window] * gy[window]), np.mean(gy[window] ** 2)]])
+        lam = np.linalg.eigvalsh(j)[0]
+        return lam / (lam + TEXTURE_SCALE)
+
+    expected = [0.5 * min(texture(frame_t, 10, 12), texture(frame_t2, 23, 10)),
+                0.8 * min(texture(frame_t, 24, 20), texture(frame_t2, 8, 21))]
+    np.testing.assert_allclose(conf, expected, rtol=1e-9)
+    assert 0.05 < min(conf / [0.5, 0.8]) and max(conf / [0.5, 0.8]) < 0.95, conf
+    np.testing.assert_array_equal(match_confidence(np.array([0.5, 0.8]), frame_t, flat, pos), 0)
 
 
 def test_flat_pair_gives_no_valid_matches(random_kernel_checkpoint, rng):

@@ -26,8 +26,6 @@ def test_card_describes_the_packaged_checkpoint():
     assert int(tf.train.load_variable(prefix, "global_step")) == card["steps"] > 0
     names = [n for n, _ in tf.train.list_variables(prefix)]
     assert not any("Adam" in n for n in names)
-    val = card["validation"]
-    assert val["model"]["psnr"] > val["frame average"]["psnr"]
 
 
 def test_default_model_beats_the_frame_average_on_the_sample_triplet():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from vidcorr.io import rundir
-from tests.reference import free_ports
+from vidcorr.training.distributed import free_ports
 from vidcorr.training.distributed import read_cluster
 from vidcorr.errors import UserError
 

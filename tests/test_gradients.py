@@ -9,7 +9,8 @@ from vidcorr.readout.gradients import SensitivityGraph
 from vidcorr.readout.pyramid import grid_points
 from vidcorr.readout.memory import chunk_for_budget, pixel_extent
 from vidcorr.readout.inference import checkpoint_values, fold_batch_norm, spec_from_checkpoint
-from vidcorr.model.network import NetworkSpec, mind
+from vidcorr.model.network import mind
+from vidcorr.model.spec import NetworkSpec
 
 H, W = 32, 64
 

@@ -12,7 +12,8 @@ from vidcorr.model.config import load_config
 from vidcorr.errors import UserError
 from vidcorr.readout.inference import fake_quant_numpy, find_model, save_initial_model
 from vidcorr.readout.matching import Matcher
-from vidcorr.model.network import NetworkSpec, mind
+from vidcorr.model.network import mind
+from vidcorr.model.spec import NetworkSpec
 from vidcorr.model.quantize import fake_quant
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")

@@ -8,7 +8,8 @@ from vidcorr.model.config import config_from_dict
 from vidcorr.errors import UserError
 from vidcorr.model.kernels import (CENTRE_LOGIT, apply_kernels, frame_blends, frame_offsets,
                                    logit_bias, logit_cotangent)
-from vidcorr.model.network import NetworkSpec, forward_flops, mind
+from vidcorr.model.network import forward_flops, mind
+from vidcorr.model.spec import NetworkSpec
 
 
 def tap_offsets(kernel_size):

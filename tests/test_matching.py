@@ -75,8 +75,64 @@ def test_max_size_maps_back_to_original_pixels(random_checkpoint):
     assert list(matcher._graphs) == [(32, 64)]
     assert matches.size == (64, 128)
     assert matches.grid[:, 0].max() <= 127 and matches.grid[1, 0] - matches.grid[0, 0] == 16
-    assert np.all((matches.p1 >= -0.5) & (matches.p1 <= [127.5, 63.5]))
     matcher.close()
+
+
+def _known_read_out(matcher, d1, d3):
+    """Replaces the matcher's read-out by an exact one: every grid point p (in the
+    network's pixels) comes from ``p + d1`` in frame t and ``p + d3`` in frame t+2."""
+    def read_out(a, b, points, stride, levels, progress, desc):
+        pos = np.stack([points + d1, points + d3], axis=1).astype(np.float64)  # [N, 2, 2]
+        return pos, np.ones((len(points), 2)), np.ones(len(points))
+    matcher._read_out = read_out
+
+
+@pytest.mark.parametrize("size, max_size, network", [
+    ((50, 130), 64, (32, 64)),   # x and y scaled differently: y clamped to the 32-pixel minimum
+    ((90, 60), 45, (45, 32)),    # portrait: the width clamped to 32, its scale 1.875, not 2
+])
+def test_max_size_maps_known_motion_back_with_the_half_pixel_convention(
+        random_checkpoint, size, max_size, network):
+    """Pixel centres of the network's image and the original's line up (pixel i of a side
+    scaled by s covers [i s, (i + 1) s)): a network position x is ``(x + 0.5) s - 0.5`` in
+    the original, per axis. With an exact read-out of a known motion in the network's pixels
+    the matches must be that motion in original pixels."""
+    h, w = size
+    rng = np.random.RandomState(2)
+    matcher = Matcher(random_checkpoint, max_size=max_size, refine="none", min_confidence=0)
+    d1, d3 = np.array([1.5, -2.0]), np.array([-3.0, 0.75])  # in the network's pixels
+    _known_read_out(matcher, d1, d3)
+    m = matcher.match(rng.rand(h, w, 3), rng.rand(h, w, 3), stride=4)
+    matcher.close()
+    nh, nw = network
+    sx, sy = w / float(nw), h / float(nh)
+    grid_net = np.stack(np.meshgrid(np.arange(0, nw, 4), np.arange(0, nh, 4)), -1).reshape(-1, 2)
+    orig = lambda p: np.stack([(p[:, 0] + 0.5) * sx - 0.5, (p[:, 1] + 0.5) * sy - 0.5], 1)  # noqa
+    inside = np.all((orig(grid_net + d1) >= 0) & (orig(grid_net + d1) <= [w - 1, h - 1]) &
+                    (orig(grid_net + d3) >= 0) & (orig(grid_net + d3) <= [w - 1, h - 1]), axis=1)
+    np.testing.assert_array_equal(m.grid, np.rint(orig(grid_net)).astype(int))
+    np.testing.assert_allclose(m.p1[inside], orig(grid_net + d1)[inside], atol=1e-9)
+    np.testing.assert_allclose(m.p3[inside], orig(grid_net + d3)[inside], atol=1e-9)
+    np.testing.assert_allclose((m.p3 - m.p1)[inside], np.broadcast_to(
+        (d3 - d1) * [sx, sy], (inside.sum(), 2)), atol=1e-9)
+    assert inside.sum() > len(inside) // 2
+
+
+def test_a_match_leaving_the_image_is_invalid(random_checkpoint):
+    """Ends more than half a pixel past the outer pixel centres leave the view: invalid;
+    the rest are valid, their positions kept (or clipped onto the border)."""
+    h, w = 32, 64
+    rng = np.random.RandomState(3)
+    matcher = Matcher(random_checkpoint, refine="none", min_confidence=0)
+    _known_read_out(matcher, np.array([-5.0, 0.0]), np.array([5.0, 0.0]))
+    m = matcher.match(rng.rand(h, w, 3), rng.rand(h, w, 3), stride=4)
+    matcher.close()
+    x = m.grid[:, 0]
+    leaving = (x - 5 < -0.5) | (x + 5 > w - 0.5)  # x = 0, 4 (frame t: -1) and 60 (frame t+2)
+    np.testing.assert_array_equal(m.valid, ~leaving)
+    assert leaving.sum() == 3 * len(np.unique(m.grid[:, 1]))
+    np.testing.assert_allclose(m.p1[~leaving, 0], x[~leaving] - 5.0)
+    assert m.p1[:, 0].min() >= 0 and m.p3[:, 0].max() <= w - 1  # clipped in
 
 
 def test_refine_peaks_recovers_quadratic_vertex():
@@ -212,7 +268,7 @@ def test_correspond_script_writes_all_outputs(random_checkpoint, tmp_path):
     a, b = _write_pair(tmp_path)
     out = tmp_path / "out"
     proc = _correspond([a, b, "--checkpoint", random_checkpoint, "--stride", "8", "--out",
-                        str(out), "--no-progress", "--min-confidence", "0"])
+                        str(out), "--no-progress", "--min-confidence", "0", "--refine", "none"])
     assert proc.returncode == 0, proc.stderr
     assert "f0__f2: 72 matches" in proc.stdout
     base = str(out / "f0__f2")

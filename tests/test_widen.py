@@ -5,7 +5,8 @@ import pytest
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.model.network import NetworkSpec, mind
+from vidcorr.model.network import mind
+from vidcorr.model.spec import NetworkSpec
 from vidcorr.model.spec import layer_plan
 from vidcorr.model.widen import widen_values, widening_problem
 from vidcorr.readout.inference import checkpoint_values, spec_from_checkpoint

@@ -255,7 +255,7 @@ def _models(checkpoints, untrained, log, levels=(None,), upsamples=(1,), readout
     import tempfile
     from vidcorr.readout.inference import save_initial_model
     from vidcorr.readout.matching import DEFAULT_MODEL, Matcher
-    from vidcorr.model.network import NetworkSpec
+    from vidcorr.model.spec import ALL_SKIPS, NetworkSpec
 
     def variants(path, label):
         out = {}
@@ -290,7 +290,7 @@ def _models(checkpoints, untrained, log, levels=(None,), upsamples=(1,), readout
     for width in untrained:
         folder = tempfile.mkdtemp(prefix="vidcorr-untrained-")
         prefix = save_initial_model(os.path.join(folder, "model.ckpt-0"),
-                                    NetworkSpec(width=width, skips=(4, 3, 2, 1, 0)))
+                                    NetworkSpec(width=width, skips=ALL_SKIPS))
         models.update(variants(prefix, "vidcorr untrained w%g" % width))
         log("untrained network of width %g in %s" % (width, folder))
     return models, predictors, first

@@ -1,4 +1,4 @@
-"""Losses and PSNR for frame interpolation (graph ops, and numpy for tests and validation).
+"""Losses and PSNR for frame interpolation (graph ops; numpy for the validation scores).
 
 The training loss is a reconstruction loss on the middle frame (L1, L2 or Charbonnier) plus,
 optionally, two terms that weigh edges and texture, where a precise blend and a blurred one
@@ -33,9 +33,7 @@ from vidcorr.compat import tf
 from vidcorr.model.spec import LOSSES
 
 __all__ = ["LOSSES", "reconstruction_loss", "reconstruction_loss_numpy", "gradient_loss",
-           "gradient_loss_numpy", "census_loss", "census_loss_numpy", "frame_loss", "frame_loss_numpy",
-           "symmetry_loss", "symmetry_loss_numpy", "smoothness_loss", "smoothness_loss_numpy",
-           "training_loss", "training_loss_numpy",
+           "census_loss", "frame_loss", "symmetry_loss", "smoothness_loss", "training_loss",
            "psnr", "psnr_numpy"]
 
 CHARBONNIER_EPS = 1e-3
@@ -117,15 +115,6 @@ def gradient_loss(prediction, target, weight=None):
             + _wmean(tf.abs(pdy - tdy), weight, (0, 1, 0, 0)))
 
 
-def gradient_loss_numpy(prediction, target, weight=None):
-    """:func:`gradient_loss` on numpy arrays, as a float."""
-    p, t = np.asarray(prediction, np.float64), np.asarray(target, np.float64)
-    dx = np.diff(p, axis=2) - np.diff(t, axis=2)
-    dy = np.diff(p, axis=1) - np.diff(t, axis=1)
-    return _wmean_numpy(np.abs(dx), weight, (0, 0, 0, 1)) + _wmean_numpy(np.abs(dy), weight,
-                                                                         (0, 1, 0, 0))
-
-
 def _census_offsets():
     r = CENSUS_RADIUS
     return [(dy, dx) for dy in range(-r, r + 1) for dx in range(-r, r + 1) if (dy, dx) != (0, 0)]
@@ -153,22 +142,6 @@ def census_loss(prediction, target, weight=None):
     return _wmean(tf.square(e) / (HAMMING_EPS + tf.square(e)), weight, (r, r, r, r))
 
 
-def census_loss_numpy(prediction, target, weight=None):
-    """:func:`census_loss` on numpy arrays, as a float."""
-    r = CENSUS_RADIUS
-
-    def signature(images):
-        grey = np.asarray(images, np.float64).mean(axis=3) * CENSUS_SCALE
-        _, h, w = grey.shape
-        centre = grey[:, r:h - r, r:w - r]
-        d = np.stack([grey[:, r + dy:h - r + dy, r + dx:w - r + dx] - centre
-                      for dy, dx in _census_offsets()], axis=3)
-        return d / np.sqrt(CENSUS_SOFTNESS + d ** 2)
-
-    e = signature(prediction) - signature(target)
-    return _wmean_numpy(e ** 2 / (HAMMING_EPS + e ** 2), weight, (r, r, r, r))
-
-
 def _image_loss(prediction, target, train_config, weight=None):
     """Reconstruction plus the weighted edge terms, on ``[B, H, W, 3]`` tensors, each
     pixel weighted by ``weight [B, H, W]`` if given."""
@@ -180,32 +153,19 @@ def _image_loss(prediction, target, train_config, weight=None):
     return loss
 
 
-def _image_loss_numpy(prediction, target, train_config, weight=None):
-    loss = reconstruction_loss_numpy(prediction, target, train_config.loss, weight)
-    if train_config.gradient_weight > 0:
-        loss += train_config.gradient_weight * gradient_loss_numpy(prediction, target, weight)
-    if train_config.census_weight > 0:
-        loss += train_config.census_weight * census_loss_numpy(prediction, target, weight)
-    return loss
-
-
-def _frame_weights(masses, example_weight, target, np_=False):
+def _frame_weights(masses, example_weight, target):
     """Each frame's per-pixel weight ``[B, H, W]`` for the frame and warp terms: twice its
     share of the blend (``masses [B, H, W, 2]``) times the triplet's ``example_weight
     [B]``; None for a factor that is absent (both absent: the plain mean)."""
     if masses is None and example_weight is None:
         return [None, None]
     if masses is None:
-        ones = np.ones(np.shape(target)[:3]) if np_ else tf.ones_like(target[..., 0])
+        ones = tf.ones_like(target[..., 0])
         shares = [ones, ones]  # [B, H, W] each
-    elif np_:
-        shares = [2.0 * np.asarray(masses, np.float64)[..., j] for j in range(2)]
     else:
         shares = [2.0 * masses[..., j] for j in range(2)]
     if example_weight is None:
         return shares
-    if np_:
-        example_weight = np.asarray(example_weight, np.float64)
     return [share * example_weight[:, None, None] for share in shares]
 
 
@@ -231,24 +191,10 @@ def frame_loss(blends, target, train_config, masses=None, example_weight=None):
                   + _image_loss(blends[..., 1, :], target, train_config, weights[1]))
 
 
-def frame_loss_numpy(blends, target, train_config, masses=None, example_weight=None):
-    """:func:`frame_loss` on numpy arrays, as a float."""
-    blends = np.asarray(blends, np.float64)
-    weights = _frame_weights(masses, example_weight, target, np_=True)
-    return 0.5 * (_image_loss_numpy(blends[..., 0, :], target, train_config, weights[0])
-                  + _image_loss_numpy(blends[..., 1, :], target, train_config, weights[1]))
-
-
 def symmetry_loss(offsets):
     """Mean over pixels of ``|dx_t + dx_t2| + |dy_t + dy_t2|``, offsets ``[B, H, W, 2, 2]``
     (frame, then ``(dx, dy)``; :func:`vidcorr.model.kernels.frame_offsets`), in pixels."""
     return tf.reduce_mean(tf.reduce_sum(tf.abs(offsets[..., 0, :] + offsets[..., 1, :]), axis=-1))
-
-
-def symmetry_loss_numpy(offsets):
-    """:func:`symmetry_loss` on numpy arrays, as a float."""
-    offsets = np.asarray(offsets, np.float64)
-    return float(np.mean(np.abs(offsets[..., 0, :] + offsets[..., 1, :]).sum(axis=-1)))
 
 
 def _neighbour_steps(values, axis):
@@ -284,19 +230,7 @@ def smoothness_loss(offsets, image, edge):
     return 0.5 * (means[0] + means[1])
 
 
-def smoothness_loss_numpy(offsets, image, edge):
-    """:func:`smoothness_loss` on numpy arrays, as a float."""
-    offsets = np.asarray(offsets, np.float64)
-    image = np.asarray(image, np.float64)
-    total = 0.0
-    for axis in (2, 1):
-        gap = 0.5 * np.abs(_neighbour_steps(offsets, axis)).sum(axis=(-2, -1))
-        image_step = np.abs(_neighbour_steps(image, axis)).mean(axis=-1)
-        total += np.mean(np.exp(-edge * image_step) * gap)
-    return 0.5 * total
-
-
-def _per_triplet(train_config, layered, np_=False):
+def _per_triplet(train_config, layered):
     """Each triplet's weight in the frame and warp terms ``[B]``: 1 for a layered one,
     ``train.frame_real_weight`` for a real one; None when that is 1 (every triplet alike)."""
     real = train_config.frame_real_weight
@@ -304,8 +238,6 @@ def _per_triplet(train_config, layered, np_=False):
         return None
     if layered is None:
         raise ValueError("train.frame_real_weight needs each triplet's kind (layered or real)")
-    if np_:
-        layered = np.asarray(layered, np.float64)
     return real + (1.0 - real) * layered
 
 
@@ -362,23 +294,6 @@ def training_loss(prediction, target, train_config, blends=None, offsets=None, m
             raise ValueError("train.smooth_weight needs the kernels' offsets (a kernel head)")
         loss += train_config.smooth_weight * smoothness_loss(offsets, target,
                                                              train_config.smooth_edge)
-    return loss
-
-
-def training_loss_numpy(prediction, target, train_config, blends=None, offsets=None,
-                        masses=None, warps=None, layered=None):
-    """:func:`training_loss` on numpy arrays, as a float."""
-    loss = _image_loss_numpy(prediction, target, train_config)
-    shares = masses if train_config.frame_mass else None
-    per_triplet = _per_triplet(train_config, layered, np_=True)
-    for weight, images in ((train_config.frame_weight, blends), (train_config.warp_weight, warps)):
-        if weight > 0:
-            loss += weight * frame_loss_numpy(images, target, train_config, shares, per_triplet)
-    if train_config.symmetry_weight > 0:
-        loss += train_config.symmetry_weight * symmetry_loss_numpy(offsets)
-    if train_config.smooth_weight > 0:
-        loss += train_config.smooth_weight * smoothness_loss_numpy(offsets, target,
-                                                                   train_config.smooth_edge)
     return loss
 
 

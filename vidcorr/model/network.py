@@ -44,7 +44,7 @@ from vidcorr.model.quantize import quantize_transform
 from vidcorr.model.spec import CONVS_PER_ENCODER_BLOCK, MODEL_SCOPE, MULTIPLE, NetworkSpec, \
     layer_plan, plan_flops
 
-__all__ = ["BN_EPSILON", "NetworkSpec", "mind", "padding_for", "pad_to_multiple",
+__all__ = ["BN_EPSILON", "mind", "padding_for", "pad_to_multiple",
            "forward_flops"]
 
 BN_EPSILON = 1e-3

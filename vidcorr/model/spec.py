@@ -21,7 +21,7 @@ import dataclasses
 from typing import Tuple
 
 __all__ = ["MODEL_SCOPE", "ENCODER_CHANNELS", "DECODER_CHANNELS", "CONVS_PER_ENCODER_BLOCK",
-           "CONVS_PER_DECODER_BLOCK", "PAPER_SKIPS", "RESIDUALS", "ACTIVATIONS", "MULTIPLE",
+           "CONVS_PER_DECODER_BLOCK", "PAPER_SKIPS", "ALL_SKIPS", "RESIDUALS", "ACTIVATIONS", "MULTIPLE",
            "MAX_KERNEL_SIZE", "NUM_BITS_RANGE", "LOSSES", "NetworkSpec", "Layer", "channel_plan",
            "layer_plan", "width_for_channels", "spec_from_shapes",
            "padded_size", "plan_flops", "receptive_radius", "CHANNEL_AXIS"]
@@ -32,6 +32,7 @@ DECODER_CHANNELS = (128, 128, 128, 96, 96)
 CONVS_PER_ENCODER_BLOCK = 3
 CONVS_PER_DECODER_BLOCK = 2
 PAPER_SKIPS = (4, 3, 2)  # the paper's skips: pool4, pool3, pool2
+ALL_SKIPS = (4, 3, 2, 1, 0)  # every encoder level: the widest plan (every layer name)
 RESIDUALS = ("none", "average")  # what the output convolution is added to
 ACTIVATIONS = ("relu", "leaky_relu")
 MULTIPLE = 32  # 2 ** number of pooling stages
@@ -201,7 +202,7 @@ def spec_from_shapes(shapes):
     out_kernel, _, out_cin, out_channels = weights["output"]
     kernel_size = 0 if out_channels == 3 else int(round((out_channels / 2.0) ** 0.5))
     # A skip widens its decoder convolution's input: compare each with the plan.
-    every_skip = NetworkSpec(width=width, skips=(4, 3, 2, 1, 0))
+    every_skip = NetworkSpec(width=width, skips=ALL_SKIPS)
     skips = tuple(layer.skip for layer in layer_plan(every_skip) if layer.skip is not None
                   and weights.get(layer.name, (0, 0, 0))[2] == layer.cin)
     spec = NetworkSpec(width=width, output_kernel=out_kernel, skips=skips,

@@ -235,7 +235,7 @@ class SensitivityGraph(FoldedGraph):
     """The batched, reduced sensitivity computation for one network and image size.
 
     Args:
-      spec: the :class:`vidcorr.model.network.NetworkSpec`.
+      spec: the :class:`vidcorr.model.spec.NetworkSpec`.
       height: image height.
       width: image width.
       weights: ``{name: array}`` of the *folded* network

@@ -26,7 +26,7 @@ from vidcorr.io.rundir import (checkpoint_values,  # noqa: F401  (re-exported: t
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.model.network import BN_EPSILON, mind
-from vidcorr.model.spec import CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan
+from vidcorr.model.spec import ALL_SKIPS, CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
            "fake_quant_numpy", "quantize_values", "find_model",
@@ -35,7 +35,7 @@ __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODE
 
 def _channel_axes():
     """``{layer name: axis of its weights that indexes output channels}`` from the plan."""
-    every_skip = NetworkSpec(skips=(4, 3, 2, 1, 0))  # layer names do not depend on the spec
+    every_skip = NetworkSpec(skips=ALL_SKIPS)  # layer names do not depend on the spec
     return {layer.name: CHANNEL_AXIS[layer.kind] for layer in layer_plan(every_skip)
             if layer.kind != "pool"}
 
@@ -157,7 +157,7 @@ def save_initial_model(prefix, spec, seed=0):
 
     Args:
       prefix: checkpoint prefix to write, e.g. ``/tmp/untrained/model.ckpt-0``.
-      spec: the :class:`vidcorr.model.network.NetworkSpec`.
+      spec: the :class:`vidcorr.model.spec.NetworkSpec`.
       seed: graph-level random seed.
 
     Returns:
@@ -239,7 +239,7 @@ class Predictor(FoldedGraph):
     """The folded network's forward pass for one image size: middle frames of pairs.
 
     Args:
-      spec: the :class:`vidcorr.model.network.NetworkSpec`.
+      spec: the :class:`vidcorr.model.spec.NetworkSpec`.
       height: image height.
       width: image width.
       weights: folded ``{name: array}`` (:func:`fold_batch_norm`).

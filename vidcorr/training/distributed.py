@@ -36,9 +36,33 @@ from vidcorr.compat import TF1, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.training.trainer import Trainer
 
-__all__ = ["read_cluster", "run_parameter_server", "DistributedTrainer", "STEP_TIMEOUT_S"]
+__all__ = ["read_cluster", "run_parameter_server", "DistributedTrainer", "STEP_TIMEOUT_S",
+           "free_ports"]
 
 STEP_TIMEOUT_S = 20.0  # a worker whose step waits this long checks whether the run ended
+
+
+def free_ports(n, host="127.0.0.1"):
+    """``n`` distinct TCP ports free on ``host`` right now: a cluster of ``n`` tasks on one
+    machine (tests, benchmarks, trying ``--cluster`` out). A port can be taken again
+    before it is used, so use them at once.
+
+    Args:
+      n: how many ports.
+      host: the address to bind (loopback by default).
+
+    Returns:
+      A list of ``n`` port numbers.
+    """
+    import socket
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def read_cluster(cluster_file=None, job_name=None, task_index=None, environ=None):
