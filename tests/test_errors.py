@@ -23,3 +23,17 @@ def test_run_cli_codes_and_lines(capsys):
         pass
     else:
         raise AssertionError("a bug was swallowed")
+
+
+def test_first_line_prefers_the_reason_without_its_noise():
+    import errno
+
+    from vidcorr.compat import tf
+    from vidcorr.errors import first_line
+
+    disk = OSError(errno.ENOSPC, "No space left on device", "/full/x")
+    assert first_line(disk) == "No space left on device"
+    op = tf.errors.ResourceExhaustedError(None, None, "\n  out of memory\n\tin op Conv2D\n")
+    assert first_line(op) == "out of memory"
+    assert first_line(ValueError("first\nsecond")) == "first"
+    assert first_line(KeyError()) == "KeyError"

@@ -65,3 +65,29 @@ def test_check_writable_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(files.tempfile, "mkstemp", read_only)
     with pytest.raises(UserError, match="--out .* cannot be written: Read-only file system"):
         files.check_writable_folder(str(tmp_path / "new"))
+
+
+def test_check_replaceable_refuses_what_a_replacement_would_lose(tmp_path):
+    from vidcorr.io.files import check_replaceable
+
+    ours = lambda names: names == ["card.json"]  # noqa: E731
+    check_replaceable(str(tmp_path / "new"), ours, "an export")  # nothing there: fine
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    check_replaceable(str(empty), ours, "an export")
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "card.json").write_text("{}")
+    check_replaceable(str(earlier), ours, "an export")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "events.out").write_text("x")
+    with pytest.raises(UserError, match=r"is not empty and is not an export \(it holds "
+                                        r"events.out\); nothing was written"):
+        check_replaceable(str(run), ours, "an export")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="exists and is not a folder"):
+        check_replaceable(str(tmp_path / "file"), ours, "an export")
+    os.symlink(str(earlier), str(tmp_path / "link"))
+    with pytest.raises(UserError, match="is a symbolic link"):
+        check_replaceable(str(tmp_path / "link"), ours, "an export")

@@ -12,7 +12,8 @@ import pytest
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.readout.options import MatchOptions
-from vidcorr.readout.refinement import RefineGraph, refine_field, residual_confidence
+from vidcorr.readout.refinement import (RefineGraph, RefineSettings, refine_field,
+                                        residual_confidence)
 
 H, W = 48, 80
 MARGIN = 6  # positions near the border sample clamped frames; the interior is scored
@@ -56,8 +57,9 @@ def run_refine(frame_t, frame_t2, p1, p3, rounds=4, iterations=5, sweeps=5, alph
     graph = tf.Graph()
     with graph.as_default():
         const = lambda a: tf.constant(np.asarray(a, np.float32)[None])  # noqa: E731
-        out = refine_field(const(frame_t), const(frame_t2), const(p1), const(p3), rounds,
-                           iterations, sweeps, alpha, delta, gamma, anchor)
+        out = refine_field(const(frame_t), const(frame_t2), const(p1), const(p3),
+                           RefineSettings(rounds, iterations, sweeps, alpha, delta, gamma),
+                           anchor)
         with tf.Session(graph=graph) as sess:
             r1, r3, residual = sess.run(out)
     return r1[0].astype(np.float64), r3[0].astype(np.float64), residual[0]
@@ -166,8 +168,8 @@ def test_graph_size_does_not_grow_with_the_iterations():
         graph = tf.Graph()
         with graph.as_default():
             z = tf.zeros([1, 32, 40, 3])
-            refine_field(z, z, tf.zeros([1, 32, 40, 2]), tf.zeros([1, 32, 40, 2]), *counts,
-                         alpha=10.0, delta=5.0, gamma=10.0)
+            refine_field(z, z, tf.zeros([1, 32, 40, 2]), tf.zeros([1, 32, 40, 2]),
+                         RefineSettings(*counts, alpha=10.0, delta=5.0, gamma=10.0))
         sizes.append(len(graph.get_operations()))
     assert sizes[0] == sizes[1]
 
@@ -190,6 +192,12 @@ def test_refine_graph_runs_one_pair_like_the_function():
     np.testing.assert_allclose(out["residual"], residual, atol=1e-6)
 
 
+def test_settings_come_from_the_options():
+    options = MatchOptions(refine_rounds=3, refine_iterations=2, refine_sweeps=5,
+                           refine_alpha=7.0, refine_delta=2.0, refine_gamma=4.0)
+    assert RefineSettings.from_options(options) == (3, 2, 5, 7.0, 2.0, 4.0)
+
+
 def test_residual_confidence_is_half_at_its_scale():
     np.testing.assert_allclose(residual_confidence([0.0, 0.02, 0.06], 0.02), [1.0, 0.5, 0.25])
 
@@ -207,3 +215,23 @@ def test_bad_settings_are_one_line_errors(settings, message):
     with pytest.raises(UserError, match=message) as err:
         MatchOptions(**settings)
     assert "\n" not in str(err.value)
+
+
+def test_a_batch_of_pairs_is_refined_as_each_pair_alone():
+    pairs = [affine_pair(np.zeros((2, 2)), np.array([0.4, -0.2])),
+             affine_pair(np.array([[0.01, 0.0], [0.0, 0.01]]), np.array([-0.3, 0.5]))]
+    xs, ys = pixels()
+    p = np.stack([xs, ys], axis=-1)
+    starts = [(p - v + 0.3, p + v - 0.3) for _, _, v in pairs]
+    settings = RefineSettings(2, 3, 3, 10.0, 5.0, 10.0)
+    graph = tf.Graph()
+    with graph.as_default():
+        stack = lambda arrays: tf.constant(np.stack(arrays).astype(np.float32))  # noqa: E731
+        out = refine_field(stack([f for f, _, _ in pairs]), stack([g for _, g, _ in pairs]),
+                           stack([a for a, _ in starts]), stack([b for _, b in starts]), settings)
+        with tf.Session(graph=graph) as sess:
+            batched = sess.run(out)
+    for k, ((frame_t, frame_t2, _), (p1, p3)) in enumerate(zip(pairs, starts)):
+        alone = run_refine(frame_t, frame_t2, p1, p3, *settings)
+        for got, want in zip(batched, alone):
+            np.testing.assert_allclose(got[k], want, atol=1e-4)

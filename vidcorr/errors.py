@@ -4,11 +4,22 @@ import signal
 import sys
 import threading
 
-__all__ = ["UserError", "Interrupted", "run_cli"]
+__all__ = ["UserError", "Interrupted", "run_cli", "first_line"]
 
 
 class UserError(ValueError):
     """A bad config, file, path or argument. Scripts print it without a traceback."""
+
+
+def first_line(err):
+    """The first line of an exception's reason, for a one-line error: TensorFlow's
+    ``message`` or the OS's ``strerror`` where there is one (``No space left on device``,
+    not ``[Errno 28] ...``), else ``str(err)``; the exception's type where all are empty."""
+    for text in (getattr(err, "message", None), getattr(err, "strerror", None), str(err)):
+        lines = [line for line in str(text or "").strip().splitlines() if line.strip()]
+        if lines:
+            return lines[0].strip()
+    return type(err).__name__
 
 
 class Interrupted(KeyboardInterrupt):

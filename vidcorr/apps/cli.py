@@ -269,26 +269,27 @@ def evaluate_main(argv=None):
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
-    try:
-        levels = tuple(int(n) for n in args.levels.split(",") if n.strip()) or (None,)
-    except ValueError:
-        parser.error("--levels: expected integers like 3 or 1,3, got %r" % args.levels)
-    try:
-        upsamples = tuple(int(n) for n in args.upsample.split(",") if n.strip()) or (1,)
-    except ValueError:
-        parser.error("--upsample: expected integers like 2 or 1,2, got %r" % args.upsample)
-    readouts = tuple(r.strip() for r in args.readout.split(",") if r.strip()) or (None,)
-    for r in readouts:
-        if r is not None and r not in READOUTS:
-            parser.error("--readout: expected %s or a comma list of them, got %r"
-                         % (" or ".join(READOUTS), args.readout))
-    refines = tuple(r.strip() for r in args.refine.split(",") if r.strip()) or (None,)
-    for r in refines:
-        if r is not None and r not in REFINE_METHODS:
-            parser.error("--refine: expected %s or a comma list of them, got %r"
-                         % (" or ".join(REFINE_METHODS), args.refine))
+    levels = _comma_list(parser, "--levels", args.levels, int, "integers like 3 or 1,3")
+    upsamples = _comma_list(parser, "--upsample", args.upsample, int,
+                            "integers like 2 or 1,2", default=1)
+    readouts = _comma_list(parser, "--readout", args.readout, READOUTS.index,
+                           "%s or a comma list of them" % " or ".join(READOUTS), keep=True)
+    refines = _comma_list(parser, "--refine", args.refine, REFINE_METHODS.index,
+                          "%s or a comma list of them" % " or ".join(REFINE_METHODS), keep=True)
     with quiet_stderr(not args.verbose):
         return _evaluate(args, levels, upsamples, readouts, refines)
+
+
+def _comma_list(parser, flag, value, convert, expected, default=None, keep=False):
+    """The values of a comma-list flag, each passed through ``convert`` (kept as they are
+    with ``keep``, ``convert`` then only checks them); ``(default,)`` for an empty list.
+    A value ``convert`` refuses is a usage error naming the flag (exit 2)."""
+    try:
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        converted = [convert(v) for v in items]
+    except ValueError:
+        parser.error("%s: expected %s, got %r" % (flag, expected, value))
+    return tuple(items if keep else converted) or (default,)
 
 
 def _evaluate(args, levels, upsamples, readouts, refines):

@@ -24,10 +24,10 @@ import shutil
 import numpy as np
 
 from vidcorr.compat import tf
-from vidcorr.errors import UserError
+from vidcorr.errors import UserError, first_line
 from vidcorr.io import rundir
-from vidcorr.io.files import (atomic_write, check_writable_folder, os_reason, publish,
-                              staging_folder)
+from vidcorr.io.files import (atomic_write, check_replaceable, check_writable_folder, os_reason,
+                              publish, staging_folder)
 from vidcorr.readout.inference import checkpoint_values
 
 __all__ = ["export_model", "average_values", "CARD_FILE", "MAX_MODEL_MB"]
@@ -51,19 +51,8 @@ def _check_out(out, prefix):
     source = os.path.realpath(os.path.dirname(prefix))
     if target == source:
         raise UserError("--out %s is the run being exported; choose another folder" % out)
-    if os.path.islink(out):
-        raise UserError("--out %s is a symbolic link; give the folder it points to (%s) or a "
-                        "new folder" % (out, os.path.realpath(out)))
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UserError("--out %s exists and is not a folder" % out)
-    if not os.path.isdir(out) or not os.listdir(out):
-        return
-    names = sorted(os.listdir(out))
-    foreign = [n for n in names if not _EXPORT_FILE.match(n)]
-    if CARD_FILE not in names or foreign:
-        raise UserError("--out %s is not empty and is not an earlier export (it holds %s); "
-                        "nothing was written: choose a new folder"
-                        % (out, ", ".join((foreign or names)[:3])))
+    check_replaceable(out, lambda names: CARD_FILE in names and all(
+        _EXPORT_FILE.match(n) for n in names), "an earlier export")
 
 
 def _save_values(values, step, prefix):
@@ -77,11 +66,6 @@ def _save_values(values, step, prefix):
         with tf.Session(graph=graph) as sess:
             sess.run(tf.global_variables_initializer())
             saver.save(sess, prefix)
-
-
-def _first_line(err):
-    text = getattr(err, "message", None) or str(err)
-    return text.strip().splitlines()[0] if text.strip() else type(err).__name__
 
 
 def _portable(path):
@@ -218,7 +202,7 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
             _save_values(values, step, os.path.join(staging, "model.ckpt-%d" % step))
         except (tf.errors.OpError, OSError) as err:
             raise UserError("cannot write the model beside %s: %s"
-                            % (out, _first_line(err)))
+                            % (out, first_line(err)))
         for name in os.listdir(staging):
             if name.endswith(".meta"):
                 os.remove(os.path.join(staging, name))  # the graph is rebuilt from config.json

@@ -42,9 +42,10 @@ import shutil
 import numpy as np
 
 from vidcorr.compat import tf
-from vidcorr.errors import UserError
+from vidcorr.errors import UserError, first_line
 from vidcorr.io import rundir
-from vidcorr.io.files import atomic_write, os_reason, publish, staging_folder
+from vidcorr.io.files import (atomic_write, check_replaceable, os_reason, publish,
+                              staging_folder)
 from vidcorr.model.network import mind
 from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.blend import (blend_moments, reflect_positions, sample_bilinear_batch)
@@ -229,14 +230,7 @@ def export_serving(run, out, formats=("saved_model",), temperature=DEFAULT_TEMPE
 
 def _check_out(out):
     """Refuses an ``out`` whose replacement would lose anything but a serving export."""
-    if os.path.islink(out):
-        raise UserError("--out %s is a symbolic link; give a new folder" % out)
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UserError("--out %s exists and is not a folder" % out)
-    if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(
-            os.path.join(out, SERVING_FILE)):
-        raise UserError("--out %s is not empty and is not a serving export; nothing was "
-                        "written: choose a new folder" % out)
+    check_replaceable(out, lambda names: SERVING_FILE in names, "a serving export")
 
 
 class ServingModel(object):
@@ -266,8 +260,7 @@ class ServingModel(object):
             with self.graph.as_default():
                 meta = tf.saved_model.loader.load(self.sess, ["serve"], model)
         except Exception as err:  # a truncated protobuf raises DecodeError, others OpError
-            raise UserError("cannot load serving export %s: %s" % (
-                path, (str(err).strip().splitlines() or [type(err).__name__])[0]))
+            raise UserError("cannot load serving export %s: %s" % (path, first_line(err)))
         self.signatures = {name: ({k: v.name for k, v in sig.inputs.items()},
                                   {k: v.name for k, v in sig.outputs.items()})
                            for name, sig in meta.signature_def.items()}

@@ -19,7 +19,7 @@ import tempfile
 from vidcorr.errors import UserError
 
 __all__ = ["umask", "publish", "atomic_path", "atomic_write", "staging_folder",
-           "check_writable_folder", "os_reason"]
+           "check_writable_folder", "check_replaceable", "os_reason"]
 
 
 def umask():
@@ -32,6 +32,30 @@ def umask():
 def os_reason(err):
     """The short reason of an ``OSError`` ("No space left on device", ...)."""
     return getattr(err, "strerror", None) or str(err) or type(err).__name__
+
+
+def check_replaceable(out, ours, what):
+    """Refuses an output folder ``out`` whose replacement would lose something: a symbolic
+    link, a file, or a non-empty folder that ``ours(names)`` does not recognise as an
+    earlier output of the same kind (its file names, sorted).
+
+    Args:
+      out: the folder a command will replace.
+      ours: a callable of the folder's sorted file names, True for an earlier output.
+      what: what such an output is called in the message ("an earlier export").
+
+    Raises:
+      UserError: naming ``--out`` and what is there.
+    """
+    if os.path.islink(out):
+        raise UserError("--out %s is a symbolic link; give the folder it points to (%s) or a "
+                        "new folder" % (out, os.path.realpath(out)))
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UserError("--out %s exists and is not a folder" % out)
+    names = sorted(os.listdir(out)) if os.path.isdir(out) else []
+    if names and not ours(names):
+        raise UserError("--out %s is not empty and is not %s (it holds %s); nothing was "
+                        "written: choose a new folder" % (out, what, ", ".join(names[:3])))
 
 
 def publish(tmp, path):

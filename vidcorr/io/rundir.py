@@ -25,7 +25,7 @@ import os
 import sys
 
 from vidcorr.compat import tf
-from vidcorr.errors import UserError
+from vidcorr.errors import UserError, first_line
 from vidcorr.io.files import atomic_write
 from vidcorr.model.config import config_from_dict
 from vidcorr.model.spec import MODEL_SCOPE, spec_from_shapes
@@ -113,7 +113,7 @@ def find_checkpoint(path):
 def damaged(prefix, err):
     """The one-line message for a checkpoint whose files cannot be read."""
     files = sorted(glob.glob(glob.escape(prefix) + ".data-*")) or [prefix + ".index"]
-    reason = _first_line(err)
+    reason = first_line(err)
     if reason.rstrip(":").strip().lower() in ("graph execution error", ""):
         reason = "its data could not be decoded"
     return "checkpoint %s is damaged or truncated (%s): %s" % (prefix, ", ".join(files), reason)
@@ -138,7 +138,7 @@ def checkpoint_variables(prefix):
     try:
         return {name: list(shape) for name, shape in tf.train.list_variables(prefix)}
     except (tf.errors.OpError, ValueError) as err:
-        raise UserError("cannot read checkpoint %s: %s" % (prefix, _first_line(err)))
+        raise UserError("cannot read checkpoint %s: %s" % (prefix, first_line(err)))
 
 
 def checkpoint_values(prefix, scope=MODEL_SCOPE):
@@ -190,11 +190,6 @@ def shapes_spec(prefix, values):
                                  for name, value in values.items()})
     except ValueError as err:
         raise UserError("checkpoint %s is not a MIND network: %s" % (prefix, err))
-
-
-def _first_line(err):
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 def checkpoint_step(prefix):

@@ -18,7 +18,8 @@ from PIL import Image, ImageOps
 from vidcorr.errors import UserError
 
 __all__ = ["IMAGE_EXTENSIONS", "to_rgb_float", "resolve_source", "load_frames",
-           "read_image", "to_uint8", "resize_frame", "resize_float", "natural_key"]
+           "read_image", "to_uint8", "uint8_to_float", "resize_frame", "resize_float",
+           "natural_key"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff")
 _SYSTEM_PACKAGE_DIRS = ("/usr/lib/python3/dist-packages", "/usr/share/pyshared")
@@ -138,6 +139,11 @@ def read_image(path):
         return _pil_array(img, path)
 
 
+def uint8_to_float(image):
+    """8-bit pixels (0-255) as float32 in [0, 1]: the one conversion the package uses."""
+    return np.asarray(image).astype(np.float32) / 255.0
+
+
 def to_uint8(image):
     """``[H, W, 3]`` uint8 or uint16 (as from :func:`read_image`) as uint8."""
     if image.dtype == np.uint16:
@@ -244,7 +250,7 @@ def to_rgb_float(image, name="image"):
         raise UserError("%s is empty (shape %s)" % (name, arr.shape))
     arr = arr[..., :3] if arr.shape[2] >= 3 else np.repeat(arr, 3, axis=2)
     if arr.dtype == np.uint8:
-        return arr.astype(np.float32) / 255.0
+        return uint8_to_float(arr)
     if arr.dtype == np.uint16:
         return arr.astype(np.float32) / 65535.0
     if arr.dtype.kind in "iu":

@@ -15,7 +15,7 @@ from vidcorr.model.spec import layer_plan, padded_size, receptive_radius
 import collections
 
 __all__ = ["RUNTIME_BYTES", "MAX_CHUNK", "DENSE_FRACTION", "Density", "DEFAULT_DENSITY",
-           "JOINS", "pixel_extent",
+           "JOINS", "stays_windowed", "pixel_extent",
            "activation_bytes_per_pixel", "fixed_bytes", "chunk_for_budget", "forward_bytes"]
 
 # A window op costs about as much per position as the dense op, plus the gather of its
@@ -58,6 +58,13 @@ def _layer_floats(spec, height, width):
     return sizes
 
 
+def stays_windowed(window_area, image_area, fraction=DENSE_FRACTION):
+    """The one rule of where a windowed backward pass goes dense: a window of at most
+    ``fraction`` of its image stays a window (:class:`Density`); a larger one costs more
+    than the dense op it replaces."""
+    return window_area <= fraction * image_area
+
+
 def pixel_extent(spec, height, width, fraction=DENSE_FRACTION):
     """The part of the padded image one pixel's backward pass covers: ``(h, w)``.
 
@@ -69,7 +76,7 @@ def pixel_extent(spec, height, width, fraction=DENSE_FRACTION):
     hp, wp = padded_size(height, width)
     side = 2 * receptive_radius(layer_plan(spec, height, width)) + 2
     h, w = min(hp, side), min(wp, side)
-    return (h, w) if h * w <= fraction * hp * wp else (hp, wp)
+    return (h, w) if stays_windowed(h * w, hp * wp, fraction) else (hp, wp)
 
 
 def activation_bytes_per_pixel(spec, height, width, fraction=DENSE_FRACTION):

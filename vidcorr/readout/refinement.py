@@ -35,18 +35,30 @@ Beside the refined positions it returns each pixel's photometric residual,
 confidence term, since an occluded point has no position where the frames agree.
 """
 
+import collections
+
 import numpy as np
 
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.readout.blend import sample_bilinear_batch
 
-__all__ = ["refine_field", "RefineGraph", "residual_confidence", "OMEGA", "ZETA", "EPSILON",
-           "SCALE"]
+__all__ = ["refine_field", "RefineSettings", "RefineGraph", "residual_confidence", "OMEGA",
+           "ZETA", "EPSILON", "SCALE"]
 
 OMEGA = 1.6  # SOR over-relaxation (OpenCV's and DIS's value)
 ZETA = 0.1  # the constancy terms' normaliser, 0-255 grey levels per pixel
 EPSILON = 1e-3  # the robust penalty's smoothing
 SCALE = 255.0  # images are refined on a 0-255 scale, so alpha, delta, gamma mean OpenCV's
+
+RefineSettings = collections.namedtuple(
+    "RefineSettings", ["rounds", "iterations", "sweeps", "alpha", "delta", "gamma"])
+RefineSettings.__doc__ = """The refinement's solver and energy: ``rounds`` re-warpings, each
+of ``iterations`` fixed-point steps of ``sweeps`` red-black SOR sweeps (each >= 1); the
+smoothness weight ``alpha``, brightness constancy ``delta``, gradient constancy ``gamma``.
+:meth:`from_options` reads them from a :class:`vidcorr.readout.options.MatchOptions`."""
+RefineSettings.from_options = staticmethod(lambda o: RefineSettings(
+    o.refine_rounds, o.refine_iterations, o.refine_sweeps, o.refine_alpha, o.refine_delta,
+    o.refine_gamma))
 
 
 def _dx(f):
@@ -178,8 +190,7 @@ def _sor_sweep(field, shared):
     return field
 
 
-def refine_field(image1, image3, p1, p3, rounds, iterations, sweeps, alpha, delta, gamma,
-                 anchor=0.5):
+def refine_field(image1, image3, p1, p3, settings, anchor=0.5):
     """Refines every pixel's positions in both frames on the frames themselves.
 
     Args:
@@ -188,18 +199,14 @@ def refine_field(image1, image3, p1, p3, rounds, iterations, sweeps, alpha, delt
       p1: ``[B, h, w, 2]`` float ``(x, y)`` positions in frame t, one per pixel of a grid
         (the middle frame's pixels), whose neighbours are the grid's.
       p3: ``[B, h, w, 2]`` their positions in frame t+2.
-      rounds: re-warpings (>= 1).
-      iterations: fixed-point steps per round (>= 1).
-      sweeps: red-black SOR sweeps per fixed-point step (>= 1).
-      alpha: the smoothness weight.
-      delta: the brightness constancy weight.
-      gamma: the gradient constancy weight.
+      settings: a :class:`RefineSettings`.
       anchor: 0.5 holds each match's midpoint, 0 holds ``p1`` (see the module docstring).
 
     Returns:
       ``(p1, p3, residual)``: refined ``[B, h, w, 2]`` positions, and ``[B, h, w]`` the
       photometric residual at them, averaged over 3x3 pixels (0-1 scale).
     """
+    rounds, iterations, sweeps, alpha, delta, gamma = settings
     image1, image3 = image1 * SCALE, image3 * SCALE
     shape = tf.shape(p1)
     ones = tf.ones(tf.concat([shape[:3], [1]], 0))  # [B, h, w, 1]
@@ -262,9 +269,7 @@ class RefineGraph(object):
                                             "positions")  # [B, H, W, frame, (x, y)]
             p1, p3, residual = refine_field(
                 self.frames[..., :3], self.frames[..., 3:], self.positions[..., 0, :],
-                self.positions[..., 1, :], options.refine_rounds, options.refine_iterations,
-                options.refine_sweeps, options.refine_alpha, options.refine_delta,
-                options.refine_gamma)
+                self.positions[..., 1, :], RefineSettings.from_options(options))
             self.outputs = {"position": tf.stack([p1, p3], axis=3), "residual": residual}
             self.sess = tf.Session(graph=self.graph, config=session_config(threads))
         self.graph.finalize()

@@ -84,7 +84,8 @@ class Window(object):
     def too_big(self):
         """Whether the dense op is cheaper than the windowed one (the window covers more
         than ``fraction`` of the image, :class:`vidcorr.readout.memory.Density`)."""
-        return self.h * self.w > self.fraction * self.height * self.width
+        return not memory.stays_windowed(self.h * self.w, self.height * self.width,
+                                         self.fraction)
 
     def crop(self):
         """The same cotangents in a window no larger than the image (the data is zero
@@ -223,7 +224,8 @@ def sum_cotangents(cotangents, join="union"):
     if join == "union" and all(isinstance(c, Window) for c in cotangents):
         (h, w), _ = union_shape(cotangents)
         height, width = cotangents[0].height, cotangents[0].width
-        if min(h, height) * min(w, width) <= cotangents[0].fraction * height * width:
+        if memory.stays_windowed(min(h, height) * min(w, width), height * width,
+                                 cotangents[0].fraction):
             return add_windows(cotangents)
     return tf.add_n([dense(c) for c in cotangents])
 

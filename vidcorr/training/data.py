@@ -24,7 +24,7 @@ from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.training.layered import layered_triplet, subpixel_layered_triplet, window_size
 from vidcorr.training.synthetic import moving_triplet
-from vidcorr.io.video import load_frames
+from vidcorr.io.video import load_frames, uint8_to_float
 
 __all__ = ["TripletData", "MAX_TRIES", "FOREGROUND_PROBABILITY"]
 
@@ -131,7 +131,7 @@ class TripletData(object):
         else:
             frames, _ = layered_triplet(rng, background, foreground, self.crop[0], self.crop[1],
                                         c.max_motion, c.motion_power)  # [3, h, w, 3] uint8
-        return frames.astype(np.float32) / 255.0
+        return uint8_to_float(frames)
 
     def _real(self, rng, ranges):
         """A random crop of a real triplet, resampled while static or a cut."""
@@ -143,7 +143,7 @@ class TripletData(object):
             y = rng.randint(frames.shape[1] - ch + 1)
             x = rng.randint(frames.shape[2] - cw + 1)
             triplet = frames[[t, t + c.gap, t + 2 * c.gap], y:y + ch, x:x + cw]
-            triplet = triplet.astype(np.float32) / 255.0  # [3, h, w, 3]
+            triplet = uint8_to_float(triplet)  # [3, h, w, 3]
             static = np.mean(np.abs(triplet[2] - triplet[0]))
             cut = max(np.mean(np.abs(triplet[1] - triplet[0])),
                       np.mean(np.abs(triplet[2] - triplet[1])))

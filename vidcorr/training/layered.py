@@ -29,7 +29,7 @@ frames go through the same filter, so no frame is sharper than the others
 
 import numpy as np
 
-from vidcorr.io.video import resize_float
+from vidcorr.io.video import resize_float, uint8_to_float
 
 __all__ = ["layered_triplet", "window_size", "ellipse_mask", "subpixel_layered_triplet",
            "random_velocity"]
@@ -165,7 +165,7 @@ def subpixel_layered_triplet(rng, background, foreground, height, width, max_mot
                                                           layer.shape[1], layer.shape[0]))
         y = rng.randint(layer.shape[0] - wh + 1)
         x = rng.randint(layer.shape[1] - ww + 1)
-        window = np.asarray(layer[y:y + wh, x:x + ww], np.float32) / 255.0  # [wh, ww, 3]
+        window = uint8_to_float(layer[y:y + wh, x:x + ww])  # [wh, ww, 3]
         windows.append(resize_float(window, wh * s, ww * s) * 255.0)  # [wh S, ww S, 3]
     fine, flow = layered_triplet(rng, windows[0], windows[1] if len(windows) > 1 else None,
                                  height * s, width * s,

@@ -33,7 +33,7 @@ import numpy as np
 from tqdm import tqdm
 
 from vidcorr.compat import session_config, tf
-from vidcorr.errors import UserError
+from vidcorr.errors import UserError, first_line
 from vidcorr.io import rundir
 from vidcorr.model.losses import psnr, psnr_numpy, reconstruction_loss_numpy
 from vidcorr.training import hooks
@@ -283,9 +283,8 @@ class Trainer(object):
                                      global_step=self.step)
             self.writer.flush()
         except (tf.errors.OpError, OSError) as err:  # a full disk, a read-only folder
-            reason = getattr(err, "message", None) or getattr(err, "strerror", None) or str(err)
             raise UserError("cannot save a checkpoint at step %d in %s: %s (the last saved is %s)"
-                            % (self.step, self.run_dir, reason.strip().splitlines()[0],
+                            % (self.step, self.run_dir, first_line(err),
                                self.last_saved or tf.train.latest_checkpoint(self.run_dir)))
         return prefix
 
