@@ -103,6 +103,18 @@ def _train(args):
 
 
 
+def _pair_arguments(parser):
+    """correspond.py's pair sources: two images, a list, a frame folder or a video."""
+    parser.add_argument("images", nargs="*", help="two images: frame t and frame t+2")
+    parser.add_argument("--pairs", help="text file, one 'frame_t frame_t2' pair per line")
+    parser.add_argument("--frames", help="folder of frames; pairs (i, i + gap)")
+    parser.add_argument("--video", help="video file (or pkg:PACKAGE/path); pairs from --start")
+    parser.add_argument("--start", type=int, default=0, help="first frame index for --video")
+    parser.add_argument("--count", type=int, default=1, help="number of pairs from --video")
+    parser.add_argument("--gap", type=int, default=2,
+                        help="frame gap for --frames and --video (default 2)")
+
+
 def correspond_main(argv=None):
     """Find matches between frames with a trained MIND network.
 
@@ -115,14 +127,7 @@ def correspond_main(argv=None):
     (sparse flow t -> t+2) and NAME.png (a picture) into the output folder."""
     parser = argparse.ArgumentParser(description=inspect.cleandoc(correspond_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("images", nargs="*", help="two images: frame t and frame t+2")
-    parser.add_argument("--pairs", help="text file, one 'frame_t frame_t2' pair per line")
-    parser.add_argument("--frames", help="folder of frames; pairs (i, i + gap)")
-    parser.add_argument("--video", help="video file (or pkg:PACKAGE/path); pairs from --start")
-    parser.add_argument("--start", type=int, default=0, help="first frame index for --video")
-    parser.add_argument("--count", type=int, default=1, help="number of pairs from --video")
-    parser.add_argument("--gap", type=int, default=2,
-                        help="frame gap for --frames and --video (default 2)")
+    _pair_arguments(parser)
     parser.add_argument("--checkpoint", help="run directory or checkpoint prefix "
                                              "(default: the packaged model)")
     parser.add_argument("--stride", type=int, default=4, help="grid stride in pixels")

@@ -150,81 +150,22 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
         checkpoints of different networks, an ``out`` that is not safe to replace
         (see above), or a model over 25 MB.
     """
-    from vidcorr.training.data import TripletData
-    from vidcorr.evaluation.evaluate import interpolation_quality
-    from vidcorr.readout.matching import Matcher
     runs = list(run) if isinstance(run, (list, tuple)) else [run]
     if not runs:
         raise UserError("no checkpoint to export")
     prefixes = [rundir.find_checkpoint(r) for r in runs]
-    prefix = prefixes[0]
     for p in prefixes:
         _check_out(out, p)
     check_writable_folder(os.path.dirname(os.path.abspath(out)), "the folder of --out")
-    config = rundir.read_config(prefix)
-    if config is None:
-        raise UserError("%s has no config.json beside it; export needs the run's config" % prefix)
-    for p in prefixes[1:]:
-        other = rundir.read_config(p)
-        if other is not None and other.model != config.model:
-            raise UserError("cannot average %s and %s: their configs' networks differ"
-                            % (prefix, p))
-    step = rundir.checkpoint_step(prefix)
+    config = _common_config(prefixes)
+    step = rundir.checkpoint_step(prefixes[0])
     values = average_values([checkpoint_values(p) for p in prefixes])
-    config = config.replace(train={"run_dir": _portable(config.train.run_dir),
-                                   "init_from": _portable(config.train.init_from)})
-    card = {
-        "name": config.name, "exported": datetime.date.today().isoformat(),
-        "source_checkpoint": _portable(prefix), "steps": step,
-        "samples_seen": step * config.train.batch_size,
-        "data": {"sources": list(config.data.sources), "max_height": config.data.max_height,
-                 "gap": config.data.gap, "crop": [config.data.crop_height, config.data.crop_width],
-                 "validation": _validation_split(config.data)},
-        "config": config.to_dict(), "notes": notes,
-    }
-    if len(prefixes) > 1:
-        card["averaged"] = [_portable(p) for p in prefixes]
-    else:  # an export of an export keeps the average it was made of
-        source_card = _read_card(os.path.dirname(prefix))
-        if source_card.get("averaged"):
-            card["averaged"] = list(source_card["averaged"])
-    if evaluation:
-        try:
-            with open(evaluation) as f:
-                report = json.load(f)
-            models = report.get("meta", {}).get("models", {})
-            report.setdefault("meta", {})["models"] = {k: _portable(v) for k, v in models.items()}
-            card["evaluation"] = report
-        except (OSError, ValueError) as err:
-            raise UserError("cannot read the evaluation report %s: %s" % (evaluation, err))
+    card = _card(config, prefixes, step, notes, evaluation)
     with staging_folder(out) as staging:
-        try:
-            _save_values(values, step, os.path.join(staging, "model.ckpt-%d" % step))
-        except (tf.errors.OpError, OSError) as err:
-            raise UserError("cannot write the model beside %s: %s"
-                            % (out, first_line(err)))
-        for name in os.listdir(staging):
-            if name.endswith(".meta"):
-                os.remove(os.path.join(staging, name))  # the graph is rebuilt from config.json
-        rundir.write_config(staging, config)
+        _write_model(staging, values, step, config, out)
         if interpolation:  # measured on the folder's own weights (an average's too)
-            inputs, targets = TripletData(config.data, log=log).validation_set()
-            matcher = Matcher(os.path.join(staging, "model.ckpt-%d" % step))
-            rows = interpolation_quality({"model": matcher}, inputs, targets, log)
-            matcher.close()
-            card["validation"] = {r["method"]: {"psnr": round(r["psnr"], 3),
-                                                "ssim": None if r["ssim"] is None
-                                                else round(r["ssim"], 4)} for r in rows}
-            card["validation"]["triplets"] = int(len(inputs))
-        size_mb = sum(os.path.getsize(os.path.join(staging, n)) for n in os.listdir(staging)) / 2**20
-        card["size_mb"] = round(size_mb, 3)
-        if size_mb > MAX_MODEL_MB:
-            raise UserError("the exported model is %.1f MB, over the %g MB limit for package data"
-                            % (size_mb, MAX_MODEL_MB))
-        atomic_write(os.path.join(staging, CARD_FILE),
-                     json.dumps(card, indent=2, sort_keys=True, default=float))
-        for name in os.listdir(staging):  # the files as a plain write would make them
-            publish(os.path.join(staging, name), os.path.join(staging, name))
+            card["validation"] = _validation(staging, step, config.data, log)
+        _finish(staging, card)
         for p in prefixes:  # again: the folder may have changed while we measured
             _check_out(out, p)
         try:
@@ -236,3 +177,92 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
     log("exported %s (step %d, %.2f MB) to %s" % (" + ".join(prefixes), step, card["size_mb"],
                                                   out))
     return card
+
+
+def _common_config(prefixes):
+    """The config of the first checkpoint, made portable; the others must share its
+    network."""
+    prefix = prefixes[0]
+    config = rundir.read_config(prefix)
+    if config is None:
+        raise UserError("%s has no config.json beside it; export needs the run's config" % prefix)
+    for p in prefixes[1:]:
+        other = rundir.read_config(p)
+        if other is not None and other.model != config.model:
+            raise UserError("cannot average %s and %s: their configs' networks differ"
+                            % (prefix, p))
+    return config.replace(train={"run_dir": _portable(config.train.run_dir),
+                                 "init_from": _portable(config.train.init_from)})
+
+
+def _card(config, prefixes, step, notes, evaluation):
+    """The card's record of what was exported: the source, its data, an average's
+    checkpoints (an export of an export keeps its list), the evaluation report."""
+    card = {
+        "name": config.name, "exported": datetime.date.today().isoformat(),
+        "source_checkpoint": _portable(prefixes[0]), "steps": step,
+        "samples_seen": step * config.train.batch_size,
+        "data": {"sources": list(config.data.sources), "max_height": config.data.max_height,
+                 "gap": config.data.gap, "crop": [config.data.crop_height, config.data.crop_width],
+                 "validation": _validation_split(config.data)},
+        "config": config.to_dict(), "notes": notes,
+    }
+    if len(prefixes) > 1:
+        card["averaged"] = [_portable(p) for p in prefixes]
+    else:
+        source_card = _read_card(os.path.dirname(prefixes[0]))
+        if source_card.get("averaged"):
+            card["averaged"] = list(source_card["averaged"])
+    if evaluation:
+        try:
+            with open(evaluation) as f:
+                report = json.load(f)
+            models = report.get("meta", {}).get("models", {})
+            report.setdefault("meta", {})["models"] = {k: _portable(v) for k, v in models.items()}
+            card["evaluation"] = report
+        except (OSError, ValueError) as err:
+            raise UserError("cannot read the evaluation report %s: %s" % (evaluation, err))
+    return card
+
+
+def _write_model(staging, values, step, config, out):
+    """The checkpoint (no ``.meta``: the graph is rebuilt from ``config.json``) and its
+    config in ``staging``."""
+    try:
+        _save_values(values, step, os.path.join(staging, "model.ckpt-%d" % step))
+    except (tf.errors.OpError, OSError) as err:
+        raise UserError("cannot write the model beside %s: %s" % (out, first_line(err)))
+    for name in os.listdir(staging):
+        if name.endswith(".meta"):
+            os.remove(os.path.join(staging, name))
+    rundir.write_config(staging, config)
+
+
+def _validation(staging, step, data_config, log):
+    """The exported weights' PSNR/SSIM on the config's held-out triplets, for the card."""
+    from vidcorr.evaluation.evaluate import interpolation_quality
+    from vidcorr.readout.matching import Matcher
+    from vidcorr.training.data import TripletData
+    inputs, targets = TripletData(data_config, log=log).validation_set()
+    matcher = Matcher(os.path.join(staging, "model.ckpt-%d" % step))
+    rows = interpolation_quality({"model": matcher}, inputs, targets, log)
+    matcher.close()
+    validation = {r["method"]: {"psnr": round(r["psnr"], 3),
+                                "ssim": None if r["ssim"] is None else round(r["ssim"], 4)}
+                  for r in rows}
+    validation["triplets"] = int(len(inputs))
+    return validation
+
+
+def _finish(staging, card):
+    """The card, with the model's size (refused over ``MAX_MODEL_MB``), and every file given
+    the mode a plain write would."""
+    size_mb = sum(os.path.getsize(os.path.join(staging, n)) for n in os.listdir(staging)) / 2**20
+    card["size_mb"] = round(size_mb, 3)
+    if size_mb > MAX_MODEL_MB:
+        raise UserError("the exported model is %.1f MB, over the %g MB limit for package data"
+                        % (size_mb, MAX_MODEL_MB))
+    atomic_write(os.path.join(staging, CARD_FILE),
+                 json.dumps(card, indent=2, sort_keys=True, default=float))
+    for name in os.listdir(staging):
+        publish(os.path.join(staging, name), os.path.join(staging, name))
