@@ -123,6 +123,13 @@ def _unwarp(pos, fields):
     return np.stack([pos[:, f] + sample_field(fields[f], pos[:, f]) for f in (0, 1)], axis=1)
 
 
+def _densify_pair(grid, pos, conf, height, width, step):
+    """Grid matches ``pos [N, 2 frames, (x, y)]`` as dense displacements of both frames,
+    ``[H, W, 2, 2]`` (:func:`vidcorr.readout.pyramid.densify`)."""
+    return np.stack([densify(grid, pos[:, f] - grid, conf, height, width, step)
+                     for f in (0, 1)], axis=2)
+
+
 class Matcher(object):
     """Finds matches between two frames with a trained interpolation network.
 
@@ -287,15 +294,12 @@ class Matcher(object):
                                                            progress, name, handing_on)
                 if final:
                     break
-                if dense is not None:  # the read-out's own dense fields
-                    fields = [dense[:, :, f] for f in (0, 1)]
-                else:
-                    fields = [densify(grid, pos[:, f] - grid, conf, lh, lw, level.step)
-                              for f in (0, 1)]
+                if dense is None:  # the sensitivity read-out's grid matches, densified
+                    dense = _densify_pair(grid, pos, conf, lh, lw, level.step)
+                fields = [dense[:, :, f] for f in (0, 1)]
         if self.options.refine != "none":
-            if dense is None:  # the sensitivity read-out's grid matches, densified
-                dense = np.stack([densify(grid, pos[:, f] - grid, conf, lh, lw, level.step)
-                                  for f in (0, 1)], axis=2)
+            if dense is None:
+                dense = _densify_pair(grid, pos, conf, lh, lw, level.step)
             pos, conf = self._refine(base_a, base_b, dense, grid, conf)
         if self.options.upsample > 1:
             pos = pos / float(self.options.upsample)
