@@ -4,13 +4,15 @@ For each size it matches a pair with ``Matcher(readout="kernel")`` at stride 1 (
 match for every pixel) with the default levels and passes, in its own process, and
 prints:
 
-* seconds per pair after the graphs are built, and the forward passes alone (every
-  level's :class:`vidcorr.readout.blend.BlendGraph` run once per pass);
+* seconds per pair after the graphs are built (the whole match, one graph:
+  :class:`vidcorr.readout.kernel.graph.MatchGraph`), and the forward passes alone
+  (every level's network to the kernel head's logits, run once per pass);
 * the read-out's convolution FLOPs per second against the *convolution limit*: the
   best GFLOP/s of a single 3x3 convolution at the network's widest channel counts,
   timed here with the same thread count (the most a forward pass of these layers
   could reach);
-* the total time over the forward passes alone (the host's share: warps, medians);
+* the total time over the forward passes alone (what the match adds: warps, blend
+  moments, smoothing, resampling, the confidence);
 * peak RSS of the process.
 
     python benchmarks/bench_dense.py [--sizes 128x384,288x384,480x640,720x1280] [--threads 2]
@@ -52,7 +54,28 @@ def conv_limit(threads, repeats=5):
     return best
 
 
-def child(size, threads):
+def logits_pass(matcher, height, width, threads):
+    """A function running the network's forward pass to the kernel head's logits (what a
+    level of the read-out needs) on one pair of the size, in its own session."""
+    from vidcorr.compat import session_config, tf
+    from vidcorr.model.network import mind
+    from vidcorr.model.spec import MODEL_SCOPE
+    from vidcorr.readout.inference import load_folded_weights
+
+    graph = tf.Graph()
+    with graph.as_default():
+        # a variable input, so nothing is constant-folded
+        pair = tf.Variable(np.zeros((1, height, width, 6), np.float32))
+        endpoints = {}
+        mind(pair, False, spec=matcher.spec, folded=True, name=MODEL_SCOPE, endpoints=endpoints)
+        logits = tf.reduce_sum(endpoints["logits"])
+        sess = tf.Session(graph=graph, config=session_config(threads))
+        sess.run(pair.initializer)
+        load_folded_weights(sess, matcher.weights)
+    return lambda: sess.run(logits)
+
+
+def child(size, threads, refine):
     from vidcorr.model.network import forward_flops
     from vidcorr.readout.matching import Matcher
     from vidcorr.readout.pyramid import pyramid_levels, read_out_plan
@@ -63,36 +86,39 @@ def child(size, threads):
     from scipy import ndimage
     image = np.clip(ndimage.zoom(base, (8, 8, 1), order=3), 0, 1)
     a, b = image[1:h + 1, 2:w + 2].astype(np.float32), image[1:h + 1, :w].astype(np.float32)
-    matcher = Matcher(readout="kernel", threads=threads, min_confidence=0, max_seconds=0)
+    matcher = Matcher(readout="kernel", threads=threads, min_confidence=0, max_seconds=0,
+                      refine=refine)
     matcher.match(a, b, stride=1)  # builds every level's graph
     start = time.perf_counter()
     matches = matcher.match(a, b, stride=1)
     total = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # the match's peak
     plan = read_out_plan(h, w, pyramid_levels(h, w, matcher.options.levels), 1)
     forward, flops = 0.0, 0.0
     for level in plan:
-        graph = matcher.blend_graph_for(level.height, level.width)
-        img = np.zeros((level.height, level.width, 3), np.float32)
-        graph.run(img, img)
+        run = logits_pass(matcher, level.height, level.width, threads)
+        run()
         start = time.perf_counter()
         for _ in range(matcher.options.passes):
-            graph.run(img, img)
+            run()
         forward += time.perf_counter() - start
         flops += matcher.options.passes * forward_flops(level.height, level.width, matcher.spec)
     matcher.close()
     print(json.dumps({"size": size, "matches": len(matches), "seconds": total,
                       "forward": forward, "gflop": flops / 1e9,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+                      "rss_mb": rss}))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=SIZES, help="HxW list (default %(default)s)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--refine", default="none", help="the refinement stage: none "
+                        "(default, the read-out alone) or variational")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.child, args.threads)
+        return child(args.child, args.threads, args.refine)
     limit = conv_limit(args.threads)
     print("convolution limit: %.1f GFLOP/s (best 3x3 convolution, %d threads)\n"
           % (limit, args.threads))
@@ -101,7 +127,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     for size in args.sizes.split(","):
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", size,
-                               "--threads", str(args.threads)], stdout=subprocess.PIPE,
+                               "--threads", str(args.threads), "--refine", args.refine], stdout=subprocess.PIPE,
                               universal_newlines=True)
         if proc.returncode:
             print("| %s | failed (exit %d) |" % (size, proc.returncode))

@@ -40,9 +40,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from vidcorr.compat import TF_VERSION, session_config, tf  # noqa: E402
-from vidcorr.readout.gradients import SensitivityGraph  # noqa: E402
+from vidcorr.readout.sensitivity.gradients import SensitivityGraph  # noqa: E402
 from vidcorr.readout.pyramid import grid_points  # noqa: E402
-from vidcorr.readout.memory import chunk_for_budget  # noqa: E402
+from vidcorr.readout.sensitivity.memory import chunk_for_budget  # noqa: E402
 from vidcorr.readout.inference import fold_batch_norm  # noqa: E402
 from vidcorr.model.network import forward_flops, mind  # noqa: E402
 from vidcorr.model.spec import NetworkSpec  # noqa: E402

@@ -63,8 +63,8 @@ def _points(height, width, count):
 def vidcorr_child(args):
     """Times vidcorr in this process (also under another Python: TensorFlow 1.15)."""
     from vidcorr.compat import TF_VERSION
-    from vidcorr.readout.gradients import SensitivityGraph
-    from vidcorr.readout.memory import chunk_for_budget
+    from vidcorr.readout.sensitivity.gradients import SensitivityGraph
+    from vidcorr.readout.sensitivity.memory import chunk_for_budget
     from vidcorr.readout.inference import find_model, fold_batch_norm
 
     height, width = (int(v) for v in args.size.split("x"))

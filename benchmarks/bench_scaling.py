@@ -20,7 +20,7 @@ prints seconds per pixel, peak RSS, the window of one pixel at the input, and
 the fitted exponent of total grid time against area over the larger sizes
 (the goal: <= 1.1, linear in the number of points once the image is larger
 than the receptive field). ``--fractions`` also times the windowed pass with
-other switch points to dense (:data:`vidcorr.readout.memory.DENSE_FRACTION`) at one
+other switch points to dense (:data:`vidcorr.readout.sensitivity.memory.DENSE_FRACTION`) at one
 size, the measurement behind the default.
 
     python benchmarks/bench_scaling.py [--models default,full] [--sample 24]
@@ -61,10 +61,10 @@ def _model(name, height, width):
 
 
 def child(args):
-    from vidcorr.readout import memory
-    from vidcorr.readout.gradients import SensitivityGraph
+    from vidcorr.readout.sensitivity import memory
+    from vidcorr.readout.sensitivity.gradients import SensitivityGraph
     from vidcorr.readout.pyramid import grid_points
-    from vidcorr.readout.memory import chunk_for_budget
+    from vidcorr.readout.sensitivity.memory import chunk_for_budget
 
     height, width = (int(v) for v in args.child_size.split("x"))
     # dense: the pass goes dense where two paths meet (the skips)

@@ -32,7 +32,7 @@ from scipy import ndimage
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from vidcorr.evaluation.groundtruth import builtin_pair  # noqa: E402
-from vidcorr.readout.blend import BlendGraph  # noqa: E402
+from vidcorr.readout.kernel.graph import LevelGraph  # noqa: E402
 from vidcorr.readout.inference import find_model, fold_batch_norm  # noqa: E402
 from vidcorr.readout.pyramid import grid_points  # noqa: E402
 
@@ -69,8 +69,7 @@ def study(path, pair, stride, temperature, prewarp=0.0):
     warped by ``prewarp`` of the true motion first (:func:`truth_fields`)."""
     prefix, spec, values = find_model(path)
     height, width = pair.image1.shape[:2]
-    graph = BlendGraph(spec, height, width, fold_batch_norm(values), temperature=temperature,
-                       threads=None)
+    graph = LevelGraph(spec, height, width, fold_batch_norm(values), temperature=temperature)
     fields = truth_fields(pair, prewarp) if prewarp else None
     position = graph.run(pair.image1, pair.image2, fields=fields)["position"]  # [H, W, 2, 2]
     points = grid_points(height, width, stride, stride // 2)  # [N, 2] (x, y)

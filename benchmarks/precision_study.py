@@ -34,7 +34,7 @@ from vidcorr.io.rundir import read_config  # noqa: E402
 from vidcorr.readout.inference import MODEL_SCOPE, FoldedGraph  # noqa: E402
 from vidcorr.training.layered import subpixel_layered_triplet  # noqa: E402
 from vidcorr.readout.matching import Matcher  # noqa: E402
-from vidcorr.readout.subpixel import centroid_peaks, refine_peaks  # noqa: E402
+from vidcorr.readout.sensitivity.subpixel import centroid_peaks, refine_peaks  # noqa: E402
 from vidcorr.evaluation.metrics import coverage_accuracy, endpoint_errors  # noqa: E402
 from vidcorr.model.network import mind, padding_for  # noqa: E402
 
@@ -81,7 +81,7 @@ def study_pair(matchers, frame_t, frame_t2, points, errors_of):
     rows, conf = {}, None
     h, w = frame_t.shape[:2]
     for norm, matcher in matchers.items():
-        graph = matcher.graph_for(h, w)
+        graph = matcher.readout.graph_for(h, w)
         graph.set_images(frame_t, frame_t2)
         res = graph.run(points)
         variants = {"none": res["peak_xy"].astype(np.float64),

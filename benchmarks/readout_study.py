@@ -8,9 +8,10 @@ evaluation's size (384 columns) and scored on the stride grid:
    passes per level; the median and the confidence-weighted Gaussian on the coarse
    levels' dense fields. Accuracy at 1/2/5 px, the most confident quarter and half,
    median error and seconds per pair (graphs built);
-2. the confidence: which blend-weight cue ranks matches best (the lower peak share
-   of the two frames, the balance of the weight between them as an occlusion cue,
-   their product), each times the image texture, and the texture alone;
+2. (the confidence cue study, which swapped the matcher's host-side confidence
+   function, is not run any more: the confidence is in the match's graph since the
+   read-out became one graph. Its table in docs/readouts.md was measured with this
+   script as of commit 6895f3e: ``git show 6895f3e:benchmarks/readout_study.py``);
 3. ``min_confidence``: per threshold, the share kept, the kept ones' accuracy and
    the share of the correct ones (error <= 5 px) dropped; and on texture-less pairs
    (constant grey, a smooth ramp), where every match should go.
@@ -26,8 +27,6 @@ import numpy as np
 
 from vidcorr.evaluation.groundtruth import EVAL_WIDTH, builtin_pair
 from vidcorr.evaluation.metrics import endpoint_errors, match_metrics
-from vidcorr.readout import matching
-from vidcorr.readout.blend import MASS_FLOOR
 from vidcorr.readout.matching import Matcher
 
 VARIANTS = [
@@ -55,16 +54,6 @@ VARIANTS = [
 ]
 
 
-def _balance(mass):
-    return 2.0 * mass.min(axis=-1) / np.maximum(mass.sum(axis=-1), MASS_FLOOR)
-
-
-CONFIDENCES = {
-    "peak (default)": lambda peak, mass: peak.min(axis=-1),
-    "peak x balance": lambda peak, mass: peak.min(axis=-1) * _balance(mass),
-    "balance": lambda peak, mass: _balance(mass),
-    "texture only": lambda peak, mass: np.ones(peak.shape[:-1]),
-}
 THRESHOLDS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
 
 
@@ -103,23 +92,6 @@ def main():
                                                pair.name, " | ".join("%.3f" % r[c] for c in cols),
                                                seconds), flush=True)
         matcher.close()
-
-    print("\n## 2. confidence: accuracy of the most confident matches\n")
-    print("| confidence (times texture) | pair | acc@1/25% | acc@5/25% | acc@1/50% | acc@5/50% |")
-    print("|---|---|---|---|---|---|")
-    real = matching.blend_confidence
-    try:
-        for name, cue in CONFIDENCES.items():
-            matching.blend_confidence = cue
-            matcher = Matcher(args.checkpoint, readout="kernel", min_confidence=0)
-            for pair in pairs:
-                _, r, _ = _score(matcher, pair, args.stride)
-                print("| %s | %s | %.3f | %.3f | %.3f | %.3f |" % (
-                    name, pair.name, r["acc@1/25%"], r["acc@5/25%"], r["acc@1/50%"],
-                    r["acc@5/50%"]), flush=True)
-            matcher.close()
-    finally:
-        matching.blend_confidence = real
 
     print("\n## 3. min_confidence\n")
     print("| pair | min_confidence | kept | acc@1 kept | acc@5 kept | correct dropped |")

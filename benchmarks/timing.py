@@ -1,6 +1,6 @@
 """Timing a sensitivity graph's read-out, shared by the benchmarks.
 
-Every ``sess.run`` of a :class:`vidcorr.readout.gradients.SensitivityGraph` runs the
+Every ``sess.run`` of a :class:`vidcorr.readout.sensitivity.gradients.SensitivityGraph` runs the
 forward pass once and then the pixels' backward passes, so the per-pixel
 time is the difference between a run of all points and a run of one chunk,
 and the rest is the time per run.

@@ -4,51 +4,32 @@
         --format saved_model,onnx
     python examples/serving_example.py serving frame_t.png frame_t2.png [--runtime tf]
 
-Runs the ``flow`` entry point coarse to fine over ``--levels`` pyramid levels
-(each level sees the pair warped by the coarser level's displacements, as in
-``docs/serving.md``) with onnxruntime, or TensorFlow 2's ``tf.saved_model.load``
-(``--runtime tf``), and prints the flow t -> t+2 at a few pixels. Needs numpy,
-Pillow and onnxruntime or TensorFlow 2.
+Runs the ``match`` entry point (the whole matcher: pyramid, refinement, confidence)
+with onnxruntime, or TensorFlow 2's ``tf.saved_model.load`` (``--runtime tf``), and
+writes the flow t -> t+2 at frame t's pixels as a Middlebury ``.flo`` (``--out``),
+the file ``vidcorr-correspond --stride 1`` writes. Needs numpy, Pillow and
+onnxruntime or TensorFlow 2.
 """
 
 import argparse
+import struct
 
 import numpy as np
 from PIL import Image
 
 
-def load(path, size=None):
-    image = Image.open(path).convert("RGB")
-    if size is not None:
-        image = image.resize(size, Image.BOX)
-    return np.asarray(image, np.float32)[None] / 255.0  # [1, H, W, 3] in [0, 1]
-
-
-def runner(export, runtime):
-    """``flow(frame_t, frame_t2, fields) -> (position, confidence)``."""
+def run_match(export, frame_t, frame_t2, runtime):
+    """The ``match`` outputs as numpy arrays: position, flow, confidence, valid."""
     if runtime == "onnx":
         import onnxruntime
-        session = onnxruntime.InferenceSession(export + "/onnx/flow.onnx",
+        session = onnxruntime.InferenceSession(export + "/onnx/match.onnx",
                                                providers=["CPUExecutionProvider"])
-        return lambda a, b, f: session.run(["position:0", "confidence:0"], {
-            "frame_t:0": a, "frame_t2:0": b, "fields:0": f})
+        names = [o.name.split(":")[0].split("/")[-1] for o in session.get_outputs()]
+        return dict(zip(names, session.run(None, {"frame_t:0": frame_t, "frame_t2:0": frame_t2})))
     import tensorflow as tf
-    flow = tf.saved_model.load(export + "/saved_model").signatures["flow"]
-
-    def run(a, b, f):
-        out = flow(frame_t=tf.constant(a), frame_t2=tf.constant(b), fields=tf.constant(f))
-        return out["position"].numpy(), out["confidence"].numpy()
-    return run
-
-
-def upsample(field, height, width):
-    """A displacement field ``[1, h, w, 4]`` at a finer size, displacements scaled."""
-    _, h, w, _ = field.shape
-    channels = [np.asarray(Image.fromarray(field[0, ..., c]).resize((width, height),
-                                                                   Image.BILINEAR))
-                for c in range(4)]
-    scale = np.array([width / w, height / h] * 2)  # (d1x, d1y, d3x, d3y)
-    return (np.stack(channels, -1) * scale)[None].astype(np.float32)
+    match = tf.saved_model.load(export + "/saved_model").signatures["match"]
+    return {k: v.numpy() for k, v in match(frame_t=tf.constant(frame_t),
+                                            frame_t2=tf.constant(frame_t2)).items()}
 
 
 def main():
@@ -57,24 +38,23 @@ def main():
     parser.add_argument("frame_t")
     parser.add_argument("frame_t2")
     parser.add_argument("--runtime", choices=("onnx", "tf"), default="onnx")
-    parser.add_argument("--levels", type=int, default=3)
+    parser.add_argument("--out", default="flow.flo")
     args = parser.parse_args()
-    flow = runner(args.export, args.runtime)
-    width, height = Image.open(args.frame_t).size
-    fields = None
-    for level in reversed(range(args.levels)):  # coarse to fine, halving per level
-        size = (max(32, width >> level), max(32, height >> level))
-        a, b = load(args.frame_t, size), load(args.frame_t2, size)
-        h, w = a.shape[1:3]
-        fields = np.zeros((1, h, w, 4), np.float32) if fields is None else upsample(fields, h, w)
-        position, confidence = flow(a, b, fields)  # [1, H, W, 2, 2], [1, H, W]
-        ys, xs = np.mgrid[0:h, 0:w]
-        fields = (position - np.stack([xs, ys], -1)[None, :, :, None]).reshape(1, h, w, 4)
-    flow_t_t2 = position[0, :, :, 1] - position[0, :, :, 0]  # [H, W, (dx, dy)]
-    for y, x in ((height // 4, width // 4), (height // 2, width // 2)):
-        print("pixel (%d, %d): flow t -> t+2 (%.2f, %.2f), confidence %.2f"
-              % (x, y, flow_t_t2[y, x, 0], flow_t_t2[y, x, 1], confidence[0, y, x]))
-    print("median flow t -> t+2: (%.2f, %.2f)" % tuple(np.median(flow_t_t2.reshape(-1, 2), 0)))
+    a, b = (np.asarray(Image.open(p).convert("RGB"), np.float32)[None] / 255.0
+            for p in (args.frame_t, args.frame_t2))  # [1, H, W, 3] in [0, 1]
+    out = run_match(args.export, a, b, args.runtime)
+    h, w = a.shape[1:3]
+    # Each valid match's flow at its pixel of frame t; where several land, the most confident.
+    position, confidence = out["position"].reshape(-1, 2, 2), out["confidence"].ravel()
+    keep = np.flatnonzero(out["valid"].ravel())
+    keep = keep[np.argsort(confidence[keep])]  # ascending: the best is written last
+    x, y = np.rint(position[keep, 0]).astype(int).T
+    flow = np.full((h, w, 2), np.nan, np.float32)
+    flow[y, x] = position[keep, 1] - position[keep, 0]
+    with open(args.out, "wb") as f:  # Middlebury .flo: magic, width, height, (u, v) rows
+        f.write(struct.pack("<fii", 202021.25, w, h) + flow.astype("<f4").tobytes())
+    print("%d matches of %d pixels, median flow t -> t+2 (%.2f, %.2f); wrote %s"
+          % (len(keep), h * w, *np.nanmedian(flow.reshape(-1, 2), 0), args.out))
 
 
 if __name__ == "__main__":

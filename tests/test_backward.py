@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from vidcorr.readout.backward import BatchedVJP, UnsupportedGraph
+from vidcorr.readout.sensitivity.backward import BatchedVJP, UnsupportedGraph
 from vidcorr.compat import tf
 
 N = 3  # cotangents per batch
@@ -111,7 +111,7 @@ def test_windowed_points_equal_dense_one_hot_cotangents(sess, rng, monkeypatch, 
                                                         skips):
     """The windowed backward pass of point cotangents (near the borders and corners too)
     equals the dense pass and tf.gradients."""
-    from vidcorr.readout.windows import WINDOW_RULES
+    from vidcorr.readout.sensitivity.windows import WINDOW_RULES
 
     followed = []  # the op types the pass followed in windows
     for kind, rule in list(WINDOW_RULES.items()):

@@ -1,4 +1,4 @@
-"""Tests of the blend-weight read-out (vidcorr.readout.blend) against closed forms."""
+"""Tests of the blend-weight read-out (vidcorr.readout.kernel.blend) against closed forms."""
 
 import os
 
@@ -7,8 +7,8 @@ import pytest
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.readout.blend import BlendGraph, blend_confidence
 from vidcorr.readout.inference import find_model, fold_batch_norm
+from vidcorr.readout.kernel.graph import LevelGraph as _Level
 from vidcorr.readout.matching import DEFAULT_MODEL, Matcher
 
 K = 5  # the random kernel checkpoint's kernel size (tests/conftest.py)
@@ -47,7 +47,7 @@ def test_statistics_equal_the_closed_form_at_every_pixel(random_kernel_checkpoin
     a, b = rng.rand(32, 64, 3), rng.rand(32, 64, 3)
     res = {}
     for statistic in ("centroid", "local", "argmax"):
-        graph = BlendGraph(spec, 32, 64, weights, statistic, temperature=1.0)
+        graph = _Level(spec, 32, 64, weights, statistic, temperature=1.0)
         out = graph.run(a, b)
         graph.close()
         ys, xs = np.mgrid[0:32, 0:64]
@@ -70,14 +70,12 @@ def test_statistics_equal_the_closed_form_at_every_pixel(random_kernel_checkpoin
         assert got.shape[:2] in ((32, 64), (28, 60)), name
         np.testing.assert_allclose(got, np.broadcast_to(expected, got.shape), rtol=1e-4,
                                    atol=1e-5, err_msg=name)
-    np.testing.assert_allclose(blend_confidence(res["peak"], res["mass"]),
-                               (w.max(axis=1) / mass).min(), rtol=1e-4)
 
 
 def test_temperature_divides_the_logits(random_kernel_checkpoint, rng):
     logits = rng.randn(2 * K * K).astype(np.float32)
     spec, weights = _constant_logits_weights(random_kernel_checkpoint, logits)
-    graph = BlendGraph(spec, 32, 32, weights, temperature=2.0)  # its statistic: the centroid
+    graph = _Level(spec, 32, 32, weights, temperature=2.0)  # its statistic: the centroid
     res = graph.run(rng.rand(32, 32, 3), rng.rand(32, 32, 3))
     graph.close()
     w = np.exp(logits / 2.0)
@@ -135,10 +133,10 @@ def test_pyramid_with_the_kernel_readout_recovers_a_24_pixel_translation():
         matcher = Matcher(readout="kernel", levels=levels, min_confidence=0)
         matches = matcher.match(frame_t, frame_t2, stride=4)
         if levels == 3:
-            ops = len(matcher.blend_graph_for(128, 256).graph.get_operations())
+            ops = len(matcher.readout.graph_for(128, 256).graph.get_operations())
             matcher.match(frame_t, frame_t2, stride=4)  # cached: nothing new is built
-            assert len(matcher.blend_graph_for(128, 256).graph.get_operations()) == ops
-            assert len(matcher._graphs) == 0  # and no sensitivity graph at all
+            assert len(matcher.readout.graph_for(128, 256).graph.get_operations()) == ops
+            assert len(matcher.readout._graphs) == 1  # one graph for the whole match
         matcher.close()
         g = matches.grid
         inner = (g[:, 0] >= 16) & (g[:, 0] < 240) & (g[:, 1] >= 8) & (g[:, 1] < 120)
@@ -170,14 +168,14 @@ def test_a_network_without_a_kernel_head_refuses_the_kernel_readout(random_check
 
 
 def test_graph_warp_equals_the_pyramid_warp(sess, rng):
-    from vidcorr.readout.blend import sample_bilinear
+    from vidcorr.model.warping import sample_at
     from vidcorr.readout.pyramid import sample_field, warp
 
     image = rng.rand(9, 13, 3).astype(np.float32)
     field = (4 * rng.randn(9, 13, 2)).astype(np.float32)  # reaching past the border too
     ys, xs = np.mgrid[0:9, 0:13]
     xy = np.stack([xs.ravel(), ys.ravel()], 1).astype(np.float32) + field.reshape(-1, 2)
-    got = sess.run(sample_bilinear(tf.constant(image), tf.constant(xy)))
+    got = sess.run(sample_at(tf.constant(image[None]), tf.constant(xy[None, :, None])))[0, :, 0]
     np.testing.assert_allclose(got.reshape(9, 13, 3), warp(image, field), atol=1e-5)
     np.testing.assert_allclose(got, sample_field(image, xy), atol=1e-5)
 
@@ -187,21 +185,21 @@ def test_graph_smoothing_equals_scipy_median_and_weighted_gaussian(sess, rng):
     pixel (``SYMMETRIC``), which is scipy's ``mode="reflect"``."""
     from scipy import ndimage
 
-    from vidcorr.readout.blend import smooth_field
+    from vidcorr.readout.kernel.smoothing import smooth_field
 
     field = rng.randn(40, 48, 4).astype(np.float32)
     field[10, 10] = 50.0  # an outlier the median removes
     conf = rng.rand(40, 48).astype(np.float32)
     median = np.stack([ndimage.median_filter(field[..., c], 9, mode="reflect")
                        for c in range(4)], -1)
-    got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 0))
+    got = sess.run(smooth_field(tf.constant(field[None]), tf.constant(conf[None]), 9, 0))[0]
     np.testing.assert_allclose(got, median, atol=1e-6)
     assert abs(got[10, 10, 0]) < 5
     weight = conf.astype(np.float64)[..., None] + 1e-3
     blur = lambda x: np.stack([ndimage.gaussian_filter(x[..., c], 3.0, mode="reflect",  # noqa
                                                        truncate=4.0) for c in range(x.shape[2])], -1)
     expected = blur(weight * median) / blur(weight)
-    got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 3.0))
+    got = sess.run(smooth_field(tf.constant(field[None]), tf.constant(conf[None]), 9, 3.0))[0]
     np.testing.assert_allclose(got, expected, atol=1e-4)
 
 
@@ -214,43 +212,46 @@ def test_auto_readout_follows_the_network(random_kernel_checkpoint, random_check
 
 
 def test_smoothing_takes_fields_smaller_than_its_reach(sess, rng):
-    """A 6x9 field under a median of 9 and a Gaussian of 10 px (reach 40): both shrink to
-    the image (the median to 6x6, the Gaussian's taps to 6 and 9 pixels either side), as a
-    direct numpy sum over the edge-repeating padding computes them."""
-    from vidcorr.readout.blend import smooth_field
+    """A 6x9 field under a median of 9 and a Gaussian of 3 px (reach 12): the border is
+    mirrored periodically (numpy's ``symmetric`` padding of any width) and the Gaussian
+    keeps its 4 sigma, as a direct numpy sum over that padding computes them; sizes
+    unknown until run time, two fields in a batch."""
+    from vidcorr.readout.kernel.smoothing import smooth_field
 
     h, w = 6, 9
-    field = rng.randn(h, w, 4).astype(np.float32)
-    conf = rng.rand(h, w).astype(np.float32)
-    got = sess.run(smooth_field(tf.constant(field), tf.constant(conf), 9, 10.0))
-    size = min(9, h, w)  # 6: the median's window, padded 3 before and 2 after
-    padded = np.pad(field.astype(np.float64), [(3, 2), (3, 2), (0, 0)], mode="symmetric")
-    median = np.empty((h, w, 4))
-    for y in range(h):
-        for x in range(w):
-            window = np.sort(padded[y:y + size, x:x + size].reshape(-1, 4), axis=0)
-            median[y, x] = window[(size * size - 1) // 2]  # the lower median of an even count
-    weight = conf.astype(np.float64)[..., None] + 1e-3
+    field = rng.randn(2, h, w, 4).astype(np.float32)
+    conf = rng.rand(2, h, w).astype(np.float32)
+    f_in = tf.placeholder(tf.float32, [None, None, None, 4])
+    c_in = tf.placeholder(tf.float32, [None, None, None])
+    got = sess.run(smooth_field(f_in, c_in, 9, 3.0), {f_in: field, c_in: conf})
 
     def gauss(r):
-        g = np.exp(-0.5 * (np.arange(-r, r + 1) / 10.0) ** 2)
+        g = np.exp(-0.5 * (np.arange(-r, r + 1) / 3.0) ** 2)
         return g / g.sum()
 
-    def blur(x):  # the separable Gaussian, taps to the image's size, symmetric padding
-        ry, rx = h, w
-        x = np.pad(x, [(ry, ry), (rx, rx), (0, 0)], mode="symmetric")
-        gx, gy = gauss(rx), gauss(ry)
-        x = np.stack([sum(gx[k] * x[:, k:k + w, c] for k in range(2 * rx + 1))
+    def blur(x):  # the separable Gaussian to 12 pixels, symmetric padding
+        r = 12
+        x = np.pad(x, [(r, r), (r, r), (0, 0)], mode="symmetric")
+        g = gauss(r)
+        x = np.stack([sum(g[k] * x[:, k:k + w, c] for k in range(2 * r + 1))
                       for c in range(x.shape[2])], -1)
-        return np.stack([sum(gy[k] * x[k:k + h, :, c] for k in range(2 * ry + 1))
+        return np.stack([sum(g[k] * x[k:k + h, :, c] for k in range(2 * r + 1))
                          for c in range(x.shape[2])], -1)
 
-    np.testing.assert_allclose(got, blur(weight * median) / blur(weight), rtol=1e-4, atol=1e-5)
-    assert np.ptp(got[..., 0]) > 1e-3  # not a constant: the test can tell filters apart
+    for i in range(2):
+        padded = np.pad(field[i].astype(np.float64), [(4, 4), (4, 4), (0, 0)], mode="symmetric")
+        median = np.empty((h, w, 4))
+        for y in range(h):
+            for x in range(w):
+                median[y, x] = np.median(padded[y:y + 9, x:x + 9].reshape(-1, 4), axis=0)
+        weight = conf[i].astype(np.float64)[..., None] + 1e-3
+        np.testing.assert_allclose(got[i], blur(weight * median) / blur(weight), rtol=1e-4,
+                                   atol=1e-5)
+        assert np.ptp(got[i][..., 0]) > 1e-3  # not a constant: the test can tell filters apart
 
 
 def test_reflection_at_every_border_against_numpy():
-    from vidcorr.readout.blend import reflect_positions
+    from vidcorr.readout.kernel.blend import reflect_positions
 
     w, h = 10, 7  # different sizes: x reflects at 0 and 9, y at 0 and 6
     xy = np.array([[-1.5, -0.25], [10.5, 7.75], [9.0, 6.0], [3.2, 2.1], [-3.0, 8.5]],
@@ -277,7 +278,7 @@ def test_positions_map_back_through_fields_that_vary(random_kernel_checkpoint, r
     ys, xs = np.mgrid[0:h, 0:w].astype(np.float64)
     fields = [np.stack([1.5 * np.sin(xs / 7.0) + 0.02 * ys, 0.8 * np.cos(ys / 5.0)], -1),
               np.stack([-0.03 * xs + 0.5, 0.6 * np.sin((xs + ys) / 9.0)], -1)]
-    graph = BlendGraph(spec, h, w, weights, "argmax", temperature=1.0)
+    graph = _Level(spec, h, w, weights, "argmax", temperature=1.0)
     out = graph.run(rng.rand(h, w, 3), rng.rand(h, w, 3), [f.astype(np.float32) for f in fields])
     graph.close()
     for f, d in enumerate((d1, d3)):

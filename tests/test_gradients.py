@@ -5,9 +5,9 @@ import pytest
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.readout.gradients import SensitivityGraph
+from vidcorr.readout.sensitivity.gradients import SensitivityGraph
 from vidcorr.readout.pyramid import grid_points
-from vidcorr.readout.memory import chunk_for_budget, pixel_extent
+from vidcorr.readout.sensitivity.memory import chunk_for_budget, pixel_extent
 from vidcorr.readout.inference import checkpoint_values, fold_batch_norm, spec_from_checkpoint
 from vidcorr.model.network import mind
 from vidcorr.model.spec import NetworkSpec
@@ -153,7 +153,7 @@ def test_folded_network_agrees_with_unfolded(setup):
 def test_gradients_match_finite_differences(setup):
     """vidcorr's batched backward pass (BatchedVJP.points, windowed near the output) agrees
     with central finite differences of the forward pass."""
-    from vidcorr.readout.backward import BatchedVJP
+    from vidcorr.readout.sensitivity.backward import BatchedVJP
     from vidcorr.readout.inference import load_folded_weights
 
     prefix, image, points, _, _ = setup

@@ -137,8 +137,8 @@ def test_logit_cotangent_is_the_gradient(sess):
 
 def test_direct_term_places_the_weights(sess):
     """The direct term's window, scattered into the image, against numpy (borders too)."""
-    from vidcorr.readout.gradients import direct_window
-    from vidcorr.readout.windows import dense
+    from vidcorr.readout.sensitivity.gradients import direct_window
+    from vidcorr.readout.sensitivity.windows import dense
 
     rng = np.random.RandomState(2)
     weights = rng.rand(50).astype(np.float32)  # K = 5

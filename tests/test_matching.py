@@ -11,7 +11,7 @@ from PIL import Image
 from vidcorr.errors import UserError
 from vidcorr.io.video import to_rgb_float
 from vidcorr.readout.matching import Matcher, Matches
-from vidcorr.readout.subpixel import centroid_peaks, refine_peaks
+from vidcorr.readout.sensitivity.subpixel import centroid_peaks, refine_peaks
 from vidcorr.training.synthetic import moving_triplet
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -22,11 +22,11 @@ def test_graph_does_not_grow_across_pairs(random_checkpoint):
     matcher = Matcher(random_checkpoint, chunk=8)
     pair = lambda: (rng.rand(32, 64, 3), rng.rand(32, 64, 3))  # noqa: E731
     matcher.match(*pair(), stride=8)
-    graph = matcher.graph_for(32, 64)
+    graph = matcher.readout.graph_for(32, 64)
     count = len(graph.graph.get_operations())
     for _ in range(3):
         matches = matcher.match(*pair(), stride=8)
-    assert len(graph.graph.get_operations()) == count and len(matcher._graphs) == 1
+    assert len(graph.graph.get_operations()) == count and len(matcher.readout._graphs) == 1
     assert len(matches) == 4 * 8
     matcher.close()
 
@@ -72,7 +72,7 @@ def test_max_size_maps_back_to_original_pixels(random_checkpoint):
     a, b = rng.rand(64, 128, 3), rng.rand(64, 128, 3)
     matcher = Matcher(random_checkpoint, chunk=8, max_size=64)
     matches = matcher.match(a, b, stride=8)
-    assert list(matcher._graphs) == [(32, 64)]
+    assert list(matcher.readout._graphs) == [(32, 64, False)]
     assert matches.size == (64, 128)
     assert matches.grid[:, 0].max() <= 127 and matches.grid[1, 0] - matches.grid[0, 0] == 16
     matcher.close()
@@ -81,10 +81,12 @@ def test_max_size_maps_back_to_original_pixels(random_checkpoint):
 def _known_read_out(matcher, d1, d3):
     """Replaces the matcher's read-out by an exact one: every grid point p (in the
     network's pixels) comes from ``p + d1`` in frame t and ``p + d3`` in frame t+2."""
-    def read_out(a, b, points, stride, levels, progress, desc):
+    def read_out(pairs, points, stride, progress=False, desc="pixels"):
         pos = np.stack([points + d1, points + d3], axis=1).astype(np.float64)  # [N, 2, 2]
-        return pos, np.ones((len(points), 2)), np.ones(len(points))
-    matcher._read_out = read_out
+        n = len(pairs)
+        return (np.repeat(pos[None], n, 0), np.ones((n, len(points), 2)),
+                np.ones((n, len(points))))
+    matcher.readout.read_out = read_out
 
 
 @pytest.mark.parametrize("size, max_size, network", [

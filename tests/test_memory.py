@@ -1,7 +1,7 @@
-"""The memory model of the sensitivity pass (vidcorr.readout.memory)."""
+"""The memory model of the sensitivity pass (vidcorr.readout.sensitivity.memory)."""
 
 from vidcorr.model.spec import NetworkSpec, layer_plan, padded_size, receptive_radius
-from vidcorr.readout import memory
+from vidcorr.readout.sensitivity import memory
 
 SPEC = NetworkSpec(width=0.25, output_kernel=1, kernel_size=9)
 

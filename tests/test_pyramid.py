@@ -163,7 +163,8 @@ def test_pyramid_mechanics_recover_motion_beyond_the_reach(monkeypatch):
     frame_t = image[8 + 4:8 + 4 + h, 24 + 12:24 + 12 + w]
     frame_t2 = image[8 - 4:8 - 4 + h, 24 - 12:24 - 12 + w]
     matcher = Matcher(levels=3, readout="sensitivity", refine="none")  # block matching
-    monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
+    monkeypatch.setattr(matcher.readout, "graph_for",
+                            lambda height, width, full_maps=False: _BlockMatcher())
     errors = {}
     for levels in (1, 3):
         matcher.options = matcher.options.replace(levels=levels)
@@ -211,7 +212,8 @@ def test_finer_read_out_mechanics_halve_the_sub_pixel_error(monkeypatch):
     errors = {}
     for upsample in (1, 2):
         matcher = Matcher(levels=1, upsample=upsample, readout="sensitivity", refine="none")
-        monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
+        monkeypatch.setattr(matcher.readout, "graph_for",
+                            lambda height, width, full_maps=False: _BlockMatcher())
         m = matcher.match(frame_t, frame_t2, stride=8, offset=4)
         inner = (m.grid[:, 0] >= 16) & (m.grid[:, 0] < 192 - 16)
         e1 = np.linalg.norm(m.p1[inner] - (m.grid[inner] + [1.5, 0]), axis=1)
@@ -250,7 +252,8 @@ def test_refinement_makes_whole_pixel_peaks_exact(monkeypatch):
     errors = {}
     for refine in ("none", "variational"):
         matcher = Matcher(levels=1, readout="sensitivity", refine=refine)
-        monkeypatch.setattr(matcher, "graph_for", lambda height, width: _BlockMatcher())
+        monkeypatch.setattr(matcher.readout, "graph_for",
+                            lambda height, width, full_maps=False: _BlockMatcher())
         m = matcher.match(frame_t, frame_t2, stride=8, offset=4)
         inner = (m.grid[:, 0] >= 16) & (m.grid[:, 0] < 192 - 16)
         errors[refine] = np.median(np.linalg.norm(m.p3[inner] - m.p1[inner] - [-3, 0], axis=1))

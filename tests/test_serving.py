@@ -7,11 +7,14 @@ import pytest
 
 from vidcorr.apps.serving import FORBIDDEN_OPS, ServingModel, export_serving
 from vidcorr.errors import UserError
-from vidcorr.readout.blend import BlendGraph
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
+from vidcorr.readout.matching import Matcher
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SIZES = [(32, 48), (40, 70), (57, 33)]  # padded inside the graph to multiples of 32
+
+
+LEVELS = 2  # the match's pyramid in the test exports: a smaller graph, converted faster
 
 
 @pytest.fixture(scope="module")
@@ -22,13 +25,28 @@ def exported(random_kernel_checkpoint, tmp_path_factory):
         formats = ("saved_model", "onnx")
     except ImportError:
         formats = ("saved_model",)
-    export_serving(random_kernel_checkpoint, out, formats=formats, log=lambda m: None)
+    export_serving(random_kernel_checkpoint, out, formats=formats, max_levels=LEVELS,
+                   log=lambda m: None)
     return random_kernel_checkpoint, out
 
 
 def _library(checkpoint):
     _, spec, values = find_model(checkpoint)
     return spec, fold_batch_norm(values)
+
+
+def _matched(checkpoint, a, b):
+    """The library's dense matches of each pair: position [B, H, W, 2, 2], confidence, valid."""
+    matcher = Matcher(checkpoint, max_seconds=0)
+    out = {"position": [], "confidence": [], "valid": []}
+    for x, y in zip(a, b):
+        m = matcher.match(x, y, stride=1)
+        h, w = m.size
+        out["position"].append(np.stack([m.p1, m.p3], 1).reshape(h, w, 2, 2))
+        out["confidence"].append(m.confidence.reshape(h, w))
+        out["valid"].append(m.valid.reshape(h, w))
+    matcher.close()
+    return {k: np.stack(v) for k, v in out.items()}
 
 
 def test_the_graph_has_no_cond_variable_or_batch_norm(exported):
@@ -38,31 +56,30 @@ def test_the_graph_has_no_cond_variable_or_batch_norm(exported):
     model.close()
     assert not ops & set(FORBIDDEN_OPS), ops & set(FORBIDDEN_OPS)
     assert "Conv2D" in ops and "Placeholder" in ops
-    assert sorted(model.signatures) == ["flow", "interpolate"]
-    assert sorted(model.signatures["flow"][0]) == ["fields", "frame_t", "frame_t2"]
-    assert sorted(model.signatures["flow"][1]) == ["confidence", "peak", "position"]
+    assert sorted(model.signatures) == ["interpolate", "match"]
+    assert sorted(model.signatures["match"][0]) == ["frame_t", "frame_t2"]
+    assert sorted(model.signatures["match"][1]) == ["confidence", "flow", "position", "valid"]
 
 
 def test_saved_model_equals_the_library_at_any_size(exported):
+    """Sizes of one and of two pyramid levels (64x96: the export's second level in use),
+    a batch of two pairs against the matcher one pair at a time."""
     checkpoint, out = exported
     spec, weights = _library(checkpoint)
     model = ServingModel(out)
     rng = np.random.RandomState(0)
-    for h, w in SIZES:
+    for h, w in SIZES + [(64, 96)]:
         a, b = rng.rand(2, 2, h, w, 3).astype(np.float32)  # a batch of two pairs
         predictor = Predictor(spec, h, w, weights)
         expected = predictor.predict(np.concatenate([a, b], axis=-1))
         predictor.close()
         np.testing.assert_allclose(model.interpolate(a, b), expected, atol=1e-5)
-        fields = (2 * rng.randn(2, h, w, 4)).astype(np.float32)
-        got = model.flow(a, b, fields)
-        graph = BlendGraph(spec, h, w, weights, smooth=0)
-        for i in range(2):
-            ref = graph.run(a[i], b[i], (fields[i, ..., :2], fields[i, ..., 2:]))
-            np.testing.assert_allclose(got["position"][i], ref["position"], atol=1e-3)
-            np.testing.assert_allclose(got["peak"][i], ref["peak"], atol=1e-5)
-            np.testing.assert_allclose(got["confidence"][i], ref["peak"].min(-1), atol=1e-5)
-        graph.close()
+        got, ref = model.match(a, b), _matched(checkpoint, a, b)
+        np.testing.assert_allclose(got["position"], ref["position"], atol=0.01)
+        np.testing.assert_allclose(got["flow"], ref["position"][..., 1, :] -
+                                   ref["position"][..., 0, :], atol=0.02)
+        np.testing.assert_allclose(got["confidence"], ref["confidence"], atol=1e-3)
+        assert np.mean(got["valid"] == ref["valid"]) > 0.99
     model.close()
 
 
@@ -74,22 +91,20 @@ def test_onnx_equals_the_library(exported):
     rng = np.random.RandomState(1)
     interpolate = ort.InferenceSession(os.path.join(out, "onnx", "interpolate.onnx"),
                                        providers=["CPUExecutionProvider"])
-    flow = ort.InferenceSession(os.path.join(out, "onnx", "flow.onnx"),
-                                providers=["CPUExecutionProvider"])
-    names = [o.name for o in flow.get_outputs()]
-    for h, w in SIZES:
+    match = ort.InferenceSession(os.path.join(out, "onnx", "match.onnx"),
+                                 providers=["CPUExecutionProvider"])
+    names = [o.name.split(":")[0].split("/")[-1] for o in match.get_outputs()]
+    for h, w in SIZES + [(64, 96)]:
         a, b = rng.rand(2, 1, h, w, 3).astype(np.float32)
         predictor = Predictor(spec, h, w, weights)
         expected = predictor.predict(np.concatenate([a, b], axis=-1))
         predictor.close()
         middle = interpolate.run(None, {"frame_t:0": a, "frame_t2:0": b})[0]
         np.testing.assert_allclose(middle, expected, atol=1e-5)
-        got = dict(zip(names, flow.run(None, {"frame_t:0": a, "frame_t2:0": b,
-                                               "fields:0": np.zeros((1, h, w, 4), np.float32)})))
-        graph = BlendGraph(spec, h, w, weights, smooth=0)
-        ref = graph.run(a[0], b[0])
-        graph.close()
-        np.testing.assert_allclose(got["position:0"][0], ref["position"], atol=1e-3)
+        got = dict(zip(names, match.run(None, {"frame_t:0": a, "frame_t2:0": b})))
+        ref = _matched(checkpoint, a, b)
+        np.testing.assert_allclose(got["position"], ref["position"], atol=0.01)
+        np.testing.assert_allclose(got["confidence"], ref["confidence"], atol=1e-3)
 
 
 def test_damaged_exports_and_unsafe_outputs(exported, random_checkpoint, tmp_path):
@@ -115,7 +130,7 @@ def test_damaged_exports_and_unsafe_outputs(exported, random_checkpoint, tmp_pat
     shutil.copytree(out, earlier)
     export_serving(random_checkpoint, earlier, log=lambda m: None)  # an earlier export: replaced
     model = ServingModel(earlier)
-    assert sorted(model.signatures) == ["interpolate"]  # no kernel head: no flow
+    assert sorted(model.signatures) == ["interpolate"]  # no kernel head: no match
     model.close()
 
 
@@ -131,7 +146,7 @@ def test_the_serving_example_runs_without_vidcorr(exported, runtime, tmp_path):
         pytest.importorskip("tf2onnx")
     elif TF1:
         pytest.skip("the example's TensorFlow path is TensorFlow 2's tf.saved_model.load")
-    _, out = exported
+    checkpoint, out = exported
     (tmp_path / "vidcorr.py").write_text("raise ImportError('vidcorr must not be needed')\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(tmp_path)] + [p for p in sys.path if p and os.path.isdir(p)
@@ -140,7 +155,22 @@ def test_the_serving_example_runs_without_vidcorr(exported, runtime, tmp_path):
         [sys.executable, os.path.join(ROOT, "examples", "serving_example.py"), out,
          os.path.join(ROOT, "examples", "cockatoo_262.png"),
          os.path.join(ROOT, "examples", "cockatoo_264.png"), "--runtime", runtime,
-         "--levels", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True, timeout=300, env=env, cwd=str(tmp_path))
+         "--out", str(tmp_path / "example.flo")], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, universal_newlines=True, timeout=300, env=env,
+        cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "median flow t -> t+2" in proc.stdout
+    # the .flo vidcorr-correspond writes at stride 1 (the export's levels: the sample pair's)
+    from vidcorr.io.flowio import read_flo
+    correspond = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "correspond.py"),
+         os.path.join(ROOT, "examples", "cockatoo_262.png"),
+         os.path.join(ROOT, "examples", "cockatoo_264.png"), "--checkpoint", checkpoint,
+         "--stride", "1", "--levels", str(LEVELS), "--out", str(tmp_path / "lib")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    assert correspond.returncode == 0, correspond.stderr[-2000:]
+    lib = read_flo(os.path.join(str(tmp_path / "lib"), "cockatoo_262__cockatoo_264.flo"))
+    example = read_flo(str(tmp_path / "example.flo"))
+    both = np.isfinite(lib[..., 0]) & np.isfinite(example[..., 0])
+    assert np.mean(np.isfinite(lib[..., 0]) == np.isfinite(example[..., 0])) > 0.99
+    assert np.mean(np.abs(lib[both] - example[both]).max(-1) < 0.01) > 0.99

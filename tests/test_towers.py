@@ -170,12 +170,13 @@ def test_sharded_matching_on_two_devices_equals_one(random_kernel_checkpoint, rn
 
     a = rng.rand(32, 64, 3).astype(np.float32)
     b = np.roll(a, 2, axis=1)
-    one = Matcher(random_kernel_checkpoint, levels=2, chunk=4)
-    two = Matcher(random_kernel_checkpoint, levels=2, chunk=4, devices=2)
+    one = Matcher(random_kernel_checkpoint, levels=2, chunk=4, readout="sensitivity")
+    two = Matcher(random_kernel_checkpoint, levels=2, chunk=4, devices=2,
+                  readout="sensitivity")
     try:
         m1, m2 = one.match(a, b, stride=6), two.match(a, b, stride=6)  # 66 points: uneven parts
         assert two.devices == ["/device:CPU:0", "/device:CPU:1"]
-        graph = two.graph_for(32, 64).graph
+        graph = two.readout.graph_for(32, 64).graph
         assert {op.device for op in graph.get_operations()
                 if op.name.startswith("replica1/") and op.type == "Conv2D"} == {"/device:CPU:1"}
         for field in ("p1", "p3", "peak", "confidence", "valid"):

@@ -1,11 +1,11 @@
-"""Each transposition rule of vidcorr.readout.transpose, alone, against tf.gradients."""
+"""Each transposition rule of vidcorr.readout.sensitivity.transpose, alone, against tf.gradients."""
 
 import numpy as np
 import pytest
 
 from tests.test_backward import _check
 from vidcorr.compat import tf
-from vidcorr.readout.transpose import RULES, upsample2
+from vidcorr.readout.sensitivity.transpose import RULES, upsample2
 
 
 def _w(rng, *shape):

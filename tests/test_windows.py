@@ -1,10 +1,10 @@
-"""Tests of windowed cotangents (vidcorr.readout.windows) and the window fold, against numpy."""
+"""Tests of windowed cotangents (vidcorr.readout.sensitivity.windows) and the window fold, against numpy."""
 
 import numpy as np
 
 from vidcorr.compat import tf
-from vidcorr.readout.windows import fold_window, reflect_fold
-from vidcorr.readout.windows import Window, add_windows, dense, shift_rows
+from vidcorr.readout.sensitivity.windows import fold_window, reflect_fold
+from vidcorr.readout.sensitivity.windows import Window, add_windows, dense, shift_rows
 
 
 def _scatter(data, oy, ox, height, width):

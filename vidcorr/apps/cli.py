@@ -12,12 +12,13 @@ import inspect
 import os
 import sys
 
+from vidcorr.readout import registry
 from vidcorr.readout.budget import DEFAULT_MAX_SECONDS
 from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE
 from vidcorr.errors import UserError, run_cli
 from vidcorr.evaluation.peers import PEERS
 from vidcorr.readout.options import (DEFAULT_MEMORY_MB, DEFAULT_READOUT, DEFAULT_REFINE,
-                                     READOUTS, REFINE_METHODS, MatchOptions)
+                                     REFINE_METHODS, MatchOptions)
 from vidcorr.readout.pyramid import UPSAMPLES
 from vidcorr.quiet import quiet_stderr
 
@@ -140,7 +141,7 @@ def correspond_main(argv=None):
     parser.add_argument("--upsample", type=int, default=1, choices=UPSAMPLES,
                         help="also read out at 2 or 4 times the size after the finest level: "
                              "sub-pixel motion, 3-4x the time with 2 (default 1: none)")
-    parser.add_argument("--readout", choices=READOUTS, default=DEFAULT_READOUT,
+    parser.add_argument("--readout", choices=registry.names(), default=DEFAULT_READOUT,
                         help="kernel: the kernel head's blend weights, one forward pass per "
                              "level for every pixel; sensitivity: the exact read-out, a "
                              "backward pass per grid point; auto (the default): kernel where "
@@ -277,8 +278,9 @@ def evaluate_main(argv=None):
     levels = _comma_list(parser, "--levels", args.levels, int, "integers like 3 or 1,3")
     upsamples = _comma_list(parser, "--upsample", args.upsample, int,
                             "integers like 2 or 1,2", default=1)
-    readouts = _comma_list(parser, "--readout", args.readout, READOUTS.index,
-                           "%s or a comma list of them" % " or ".join(READOUTS), keep=True)
+    names = registry.names()
+    readouts = _comma_list(parser, "--readout", args.readout, names.index,
+                           "%s or a comma list of them" % " or ".join(names), keep=True)
     refines = _comma_list(parser, "--refine", args.refine, REFINE_METHODS.index,
                           "%s or a comma list of them" % " or ".join(REFINE_METHODS), keep=True)
     with quiet_stderr(not args.verbose):

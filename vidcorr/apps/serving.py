@@ -4,34 +4,35 @@
 
     OUT/saved_model/     a TF1-style SavedModel (tag "serve"): loads in TensorFlow 1.15
                          (tf.saved_model.loader.load) and 2.x (tf.saved_model.load)
-    OUT/onnx/interpolate.onnx, OUT/onnx/flow.onnx    (format "onnx", via tf2onnx)
-    OUT/serving.json     the entry points, their tensors and the model's settings
+    OUT/onnx/interpolate.onnx, OUT/onnx/match.onnx    (format "onnx", via tf2onnx)
+    OUT/serving.json     the entry points, their tensors and the matcher's settings
     OUT/card.json        the model card (the exported model's, or one made here)
 
 The graph is the *inference* network: batch norm folded into the convolutions
 (:func:`vidcorr.readout.inference.fold_batch_norm`), weights as constants (no
 variables), no ``tf.cond`` (no ``Switch``/``Merge``), no quantize switch (a
 quantized model's weights are stored fake-quantized, as matching uses them).
-Two entry points, each for a batch of pairs of any size (at least
-``MIN_SIZE`` pixels a side; the graph pads to a multiple of 32 by reflection,
-as the library does):
+Two entry points, each for a batch of pairs of any size (at least ``MIN_SIZE``
+pixels a side; the network pads to a multiple of 32 by reflection, as the library
+does):
 
 * ``interpolate``: ``frame_t``, ``frame_t2`` ``[B, H, W, 3]`` float in [0, 1] ->
   ``middle`` ``[B, H, W, 3]``;
-* ``flow`` (networks with the kernel head): the blend-weight read-out at one
-  pyramid level. Inputs ``frame_t``, ``frame_t2`` and ``fields`` ``[B, H, W, 4]``:
-  the displacements ``(d1x, d1y, d3x, d3y)`` by which the network sees frame t at
-  ``p + d1(p)`` and frame t+2 at ``p + d3(p)`` (zeros for a single level). Outputs
-  ``position`` ``[B, H, W, 2, 2]``, each pixel's ``(x, y)`` in frame t and frame t+2
-  (the warp undone), ``peak`` ``[B, H, W, 2]``, each frame's largest blend weight
-  over its share, and ``confidence`` ``[B, H, W]``, the smaller peak share.
+* ``match`` (networks with the kernel head): the whole matcher of the kernel
+  read-out, :func:`vidcorr.readout.kernel.graph.match_ops`, the same ops
+  :class:`vidcorr.Matcher` runs: the pyramid, every level's passes, the smoothing,
+  the refinement on the frames and the confidence. For every pixel p of the middle
+  frame: ``position`` ``[B, H, W, 2, 2]``, its ``(x, y)`` in frame t and in frame
+  t+2 (clipped into the image, as :class:`vidcorr.Matches` has them); ``flow``
+  ``[B, H, W, 2]``, ``position[..., 1, :] - position[..., 0, :]``, the motion
+  t -> t+2 of the match through p (at the middle frame's pixels, not frame t's);
+  ``confidence`` ``[B, H, W]``; ``valid`` ``[B, H, W]`` (bool), confidence at least
+  the export's ``min_confidence`` and both ends inside the image.
 
-The coarse-to-fine pyramid is not in the graph (its smoothing and level sizes
-are host-side choices): a caller runs ``flow`` on the coarsest level with zero
-fields, upsamples ``position - pixel`` (times the scale) to the next level and
-passes it as ``fields`` there (``docs/serving.md``). vidcorr's own match
-confidence multiplies ``confidence`` by the image texture at both ends
-(:mod:`vidcorr.readout.confidence`).
+The one-level ``flow`` entry point of earlier exports is gone: with the pyramid
+in the graph nobody needs a level alone. The graph builds ``max_levels`` pyramid
+levels and uses as many as the image's size calls for (the matcher's rule), so
+sizes whose longer side exceeds ``96 * 2^(max_levels - 1)`` get ``max_levels``.
 """
 
 import dataclasses
@@ -48,18 +49,20 @@ from vidcorr.io.files import (atomic_write, check_replaceable, os_reason, publis
                               staging_folder)
 from vidcorr.model.network import mind
 from vidcorr.model.spec import MODEL_SCOPE
-from vidcorr.readout.blend import (blend_moments, reflect_positions, sample_bilinear_batch)
 from vidcorr.readout.inference import find_model, fold_batch_norm, load_folded_weights
-from vidcorr.readout.options import DEFAULT_TEMPERATURE, MIN_SIZE
+from vidcorr.readout.kernel.blend import tempered
+from vidcorr.readout.kernel.graph import match_ops
+from vidcorr.readout.options import MIN_SIZE, MatchOptions
 
-__all__ = ["FORMATS", "SAVED_MODEL_DIR", "ONNX_DIR", "SERVING_FILE", "build_serving_graph",
-           "export_serving", "ServingModel", "FORBIDDEN_OPS"]
+__all__ = ["FORMATS", "SAVED_MODEL_DIR", "ONNX_DIR", "SERVING_FILE", "MAX_LEVELS",
+           "build_serving_graph", "export_serving", "ServingModel", "FORBIDDEN_OPS"]
 
 FORMATS = ("saved_model", "onnx")
 SAVED_MODEL_DIR = "saved_model"
 ONNX_DIR = "onnx"
 SERVING_FILE = "serving.json"
 ONNX_OPSET = 15
+MAX_LEVELS = 6  # the match's pyramid: the matcher's own levels up to 3072 pixels a side
 # Ops a serving graph must not hold: control flow of a tf.cond, variables, and
 # batch norm (folded away; a training-mode one would use the batch's statistics).
 FORBIDDEN_OPS = ("Switch", "Merge", "RefSwitch", "RefMerge", "Variable", "VariableV2",
@@ -67,51 +70,36 @@ FORBIDDEN_OPS = ("Switch", "Merge", "RefSwitch", "RefMerge", "Variable", "Variab
                  "FusedBatchNormV3")
 
 
-def _pixels(batch_shape):
-    """Each pixel's ``(x, y)`` as ``[1, H, W, 2]`` float for a ``tf.shape`` of ``[B, H, W, C]``."""
-    ys, xs = tf.meshgrid(tf.range(batch_shape[1]), tf.range(batch_shape[2]), indexing="ij")
-    return tf.cast(tf.stack([xs, ys], axis=-1), tf.float32)[None]  # [1, H, W, 2]
-
-
-def _flow(spec, frame_t, frame_t2, fields, temperature):
-    """The blend-weight read-out of one level, for any size: ``(position, peak, confidence)``."""
-    k = spec.kernel_size
+def _match(spec, frame_t, frame_t2, options, max_levels):
+    """The ``match`` entry point's outputs for any size: position, flow, confidence, valid."""
+    out = match_ops(spec, frame_t, frame_t2, options, max_levels, unroll=True)
     shape = tf.shape(frame_t)
-    h, w = shape[1], shape[2]
-    pixels = _pixels(shape)  # [1, H, W, 2]
-    d1, d3 = fields[..., :2], fields[..., 2:]  # [B, H, W, 2] each
-    warped = tf.concat([sample_bilinear_batch(frame_t, pixels + d1),
-                        sample_bilinear_batch(frame_t2, pixels + d3)], axis=3)  # [B, H, W, 6]
-    endpoints = {}
-    with tf.variable_scope(tf.get_variable_scope(), reuse=True):
-        mind(warped, False, spec=spec, folded=True, name=MODEL_SCOPE, endpoints=endpoints)
-    top, left, _, _ = endpoints["crop"]
-    logits = endpoints["logits"][:, top:top + h, left:left + w, :]  # [B, H, W, 2K^2]
-    _, _, centroid, peak = blend_moments(tf.reshape(logits, [-1, 2 * k * k]), k, temperature)
-    pixel_shape = shape[:3]  # [B, H, W] as one tensor: ONNX wants at most one -1
-    centroid = tf.reshape(centroid, tf.concat([pixel_shape, [2, 2]], 0))  # [B, H, W, 2, 2]
-    found = []
-    for f, d in enumerate((d1, d3)):
-        q = reflect_positions(pixels + centroid[:, :, :, f], w, h)  # in the warped frame
-        found.append(q + sample_bilinear_batch(d, q))  # the warp undone: q + d(q)
-    position = tf.identity(tf.stack(found, axis=3), "position")  # [B, H, W, 2, 2]
-    peak = tf.reshape(peak, tf.concat([pixel_shape, [2]], 0), name="peak")  # [B, H, W, 2]
-    confidence = tf.reduce_min(peak, axis=3, name="confidence")  # [B, H, W]
-    return position, peak, confidence
+    size = tf.cast(tf.stack([shape[2], shape[1]]), tf.float32)  # (W, H)
+    position = out["position"]  # [B, H, W, 2, 2]
+    inside = tf.reduce_all((position >= -0.5) & (position <= size - 0.5), axis=[3, 4])
+    position = tf.clip_by_value(position, 0.0, size - 1.0)
+    valid = tf.logical_and(out["confidence"] >= options.min_confidence, inside)
+    return {"position": tf.identity(position, "position"),
+            "flow": tf.identity(position[..., 1, :] - position[..., 0, :], "flow"),
+            "confidence": tf.identity(out["confidence"], "confidence"),
+            "valid": tf.identity(valid, "valid")}
 
 
-def build_serving_graph(spec, weights, temperature=DEFAULT_TEMPERATURE):
+def build_serving_graph(spec, weights, options=None, max_levels=MAX_LEVELS):
     """The frozen inference graph of both entry points.
 
     Args:
       spec: the :class:`vidcorr.model.spec.NetworkSpec`.
       weights: folded ``{name: array}`` (:func:`vidcorr.readout.inference.fold_batch_norm`).
-      temperature: the blend-weight read-out's softmax temperature.
+      options: the :class:`vidcorr.readout.options.MatchOptions` of ``match``
+        (default: the matcher's defaults; its ``levels``, ``passes``, ``refine`` ...).
+      max_levels: the pyramid levels built into ``match``.
 
     Returns:
       ``(graph_def, signatures)``: a ``GraphDef`` with the weights as constants, and
       ``{entry point: {"inputs": {name: tensor name}, "outputs": {name: tensor name}}}``.
     """
+    options = options if options is not None else MatchOptions()
     graph = tf.Graph()
     with graph.as_default():
         frame_t = tf.placeholder(tf.float32, [None, None, None, 3], "frame_t")
@@ -122,13 +110,16 @@ def build_serving_graph(spec, weights, temperature=DEFAULT_TEMPERATURE):
         frames = {"frame_t": frame_t.name, "frame_t2": frame_t2.name}
         signatures = {"interpolate": {"inputs": dict(frames), "outputs": {"middle": middle.name}}}
         if spec.kernel_size:
-            fields = tf.placeholder(tf.float32, [None, None, None, 4], "fields")
-            outputs = _flow(spec, frame_t, frame_t2, fields, temperature)
-            signatures["flow"] = {
-                "inputs": dict(frames, fields=fields.name),
-                "outputs": {t.op.name: t.name for t in outputs}}
+            # the tempered head is the match's own: a second copy of the network's weights
+            with tf.variable_scope("match"):
+                outputs = _match(spec, frame_t, frame_t2, options, max_levels)
+            signatures["match"] = {"inputs": dict(frames),
+                                   "outputs": {k: t.name for k, t in outputs.items()}}
         with tf.Session(graph=graph) as sess:
             load_folded_weights(sess, weights)
+            if spec.kernel_size:
+                load_folded_weights(sess, tempered(weights, options.temperature),
+                                    scope="match/" + MODEL_SCOPE, prefix="match/")
             names = [t.split(":")[0] for s in signatures.values() for t in s["outputs"].values()]
             graph_def = tf.graph_util.convert_variables_to_constants(
                 sess, graph.as_graph_def(add_shapes=True), names)  # shapes: for tf2onnx
@@ -158,13 +149,15 @@ def _write_onnx(graph_def, signatures, folder):
         raise UserError("--format onnx needs tf2onnx and onnxruntime: pip install -e .[onnx]")
     os.makedirs(folder)
     for name, s in signatures.items():
-        tf2onnx.convert.from_graph_def(
-            graph_def, input_names=list(s["inputs"].values()),
+        outputs = [t.split(":")[0] for t in s["outputs"].values()]
+        tf2onnx.convert.from_graph_def(  # each entry point's own part of the graph
+            tf.graph_util.extract_sub_graph(graph_def, outputs),
+            input_names=list(s["inputs"].values()),
             output_names=list(s["outputs"].values()), opset=ONNX_OPSET,
             output_path=os.path.join(folder, name + ".onnx"))
 
 
-def export_serving(run, out, formats=("saved_model",), temperature=DEFAULT_TEMPERATURE,
+def export_serving(run, out, formats=("saved_model",), options=None, max_levels=MAX_LEVELS,
                    log=print):
     """Exports a run or model folder for serving (see the module docstring).
 
@@ -174,7 +167,10 @@ def export_serving(run, out, formats=("saved_model",), temperature=DEFAULT_TEMPE
         atomically); never a run or a model folder.
       formats: ``"saved_model"`` and/or ``"onnx"`` (the ONNX files are converted
         from the SavedModel's graph, which is always written).
-      temperature: the ``flow`` entry point's softmax temperature.
+      options: the :class:`vidcorr.readout.options.MatchOptions` of the ``match`` entry
+        point (default: the matcher's defaults).
+      max_levels: the pyramid levels built into ``match`` (fewer: a smaller graph,
+        converted faster; sizes that would use more get these).
       log: print-like.
 
     Returns:
@@ -190,7 +186,9 @@ def export_serving(run, out, formats=("saved_model",), temperature=DEFAULT_TEMPE
                         % (", ".join(unknown), ", ".join(FORMATS)))
     prefix, spec, values = find_model(run)
     _check_out(out)
-    graph_def, signatures = build_serving_graph(spec, fold_batch_norm(values), temperature)
+    options = options if options is not None else MatchOptions()
+    graph_def, signatures = build_serving_graph(spec, fold_batch_norm(values), options,
+                                                max_levels)
     config = rundir.read_config(prefix)
     card_path = os.path.join(os.path.dirname(prefix), "card.json")
     description = {
@@ -200,7 +198,8 @@ def export_serving(run, out, formats=("saved_model",), temperature=DEFAULT_TEMPE
         "network": {k: (list(v) if isinstance(v, tuple) else v)
                     for k, v in dataclasses.asdict(spec).items()},
         "quantized": bool(config and config.model.quantize),
-        "temperature": float(temperature), "min_size": MIN_SIZE, "tag": "serve",
+        "match_options": dataclasses.asdict(options), "max_levels": int(max_levels),
+        "min_size": MIN_SIZE, "tag": "serve",
         "entry_points": signatures, "formats": ["saved_model"] + (
             ["onnx"] if "onnx" in formats else []),
     }
@@ -277,12 +276,10 @@ class ServingModel(object):
         """Middle frames ``[B, H, W, 3]`` of ``[B, H, W, 3]`` float pairs in [0, 1]."""
         return self._run("interpolate", {"frame_t": frame_t, "frame_t2": frame_t2})["middle"]
 
-    def flow(self, frame_t, frame_t2, fields=None):
-        """``{"position", "peak", "confidence"}`` of the ``flow`` entry point (one level)."""
-        frame_t = np.asarray(frame_t, np.float32)
-        if fields is None:
-            fields = np.zeros(frame_t.shape[:3] + (4,), np.float32)
-        return self._run("flow", {"frame_t": frame_t, "frame_t2": frame_t2, "fields": fields})
+    def match(self, frame_t, frame_t2):
+        """``{"position", "flow", "confidence", "valid"}`` of the ``match`` entry point for
+        ``[B, H, W, 3]`` float pairs in [0, 1] (see the module docstring)."""
+        return self._run("match", {"frame_t": frame_t, "frame_t2": frame_t2})
 
     def close(self):
         """Releases the session."""

@@ -14,9 +14,9 @@ softmax blend cannot sharpen; to lower the loss where things
 move it must put its weight on the displaced pixels, which is exactly what the
 gradient read-out looks for. The sensitivity of out(p) is then the weights
 themselves (the *direct* term) plus the gradient through the logits (the
-*indirect* term); :mod:`vidcorr.readout.gradients` computes both without building
+*indirect* term); :mod:`vidcorr.readout.sensitivity.gradients` computes both without building
 ``2 K^2`` dense per-pixel maps (:func:`logit_cotangent`;
-:func:`vidcorr.readout.gradients.direct_window`).
+:func:`vidcorr.readout.sensitivity.gradients.direct_window`).
 
 Channel order of the logits: frame (t, then t+2), then dy, then dx.
 """

@@ -287,7 +287,7 @@ def receptive_radius(plan):
     transposed convolution onto scale ``s`` adds ``2s`` (its coarse taps are one
     coarse pixel either side), the output convolution its half-width.
     About 250 for MIND: windows of one pixel's backward pass stop growing at
-    about 500 pixels (:mod:`vidcorr.readout.windows`).
+    about 500 pixels (:mod:`vidcorr.readout.sensitivity.windows`).
     """
     full = plan[0].height
     radius = 0

@@ -10,12 +10,13 @@ displacements the read-out reads). Its gradient reaches the centroid through
 the bilinear weights, so a sub-pixel error costs what it costs in the image.
 
 Sampling clamps positions to the image (the border repeated), as the read-out's
-warp does (:func:`vidcorr.readout.pyramid.warp`).
+warp does (:func:`vidcorr.readout.pyramid.warp`). :func:`bilinear_sample` is the one
+sampler of the graphs: the loss, the read-out's warps and the refinement use it.
 """
 
 from vidcorr.compat import tf
 
-__all__ = ["bilinear_sample", "warp_frames"]
+__all__ = ["bilinear_sample", "sample_at", "warp_frames"]
 
 
 def bilinear_sample(images, x, y):
@@ -48,6 +49,12 @@ def bilinear_sample(images, x, y):
 
     return ((1.0 - fy) * ((1.0 - fx) * tap(y0, x0) + fx * tap(y0, x1))
             + fy * ((1.0 - fx) * tap(y1, x0) + fx * tap(y1, x1)))
+
+
+def sample_at(images, xy):
+    """``images [B, H, W, C]`` at float positions ``xy [B, h, w, (x, y)]``: ``[B, h, w, C]``
+    (:func:`bilinear_sample` with the positions stacked, as the read-out keeps them)."""
+    return bilinear_sample(images, xy[..., 0], xy[..., 1])
 
 
 def warp_frames(frames, offsets, top, left):

@@ -1,21 +1,17 @@
 """Time and memory of a read-out, estimated before anything is built, and the guard on them.
 
-A grid point's exact sensitivity costs about one forward pass of the network
-at the image size (a dense backward pass through the encoder, windows through
-the decoder), so a grid's time grows with its number of points times the
-image area. :func:`estimate` adds this up over the pyramid levels of the
-coarse-to-fine read-out; :func:`check_budget` refuses work above a time limit
-or beyond the machine's memory, with the estimate and the ``--max-size`` (or
-stride) that would fit.
-
-The time scales ``SECONDS_PER_GFLOP`` (per grid point and GFLOP of the forward
-pass) and ``SECONDS_PER_FORWARD_GFLOP`` were measured on the project's 2-core CPU
-(docs/benchmarks.md); a GPU or a larger CPU is faster, and ``max_seconds=0``
-turns the time guard off.
-
-The blend-weight read-out (``readout="kernel"``) costs a forward pass per level and
-pass at the level's full size, whatever the stride; ``SECONDS_PER_FORWARD_GFLOP``
-is its time scale on the same CPU (``benchmarks/bench_dense.py`` prints it).
+Each read-out says what a pyramid level costs it
+(:meth:`vidcorr.readout.registry.ReadOut.level_cost`): a grid point's exact
+sensitivity about one forward pass over the part of the image it covers
+(``SECONDS_PER_GFLOP`` in :mod:`vidcorr.readout.sensitivity.readout`), the blend
+weights a forward pass per level and pass at the level's full size, whatever the
+stride (``SECONDS_PER_FORWARD_GFLOP`` in :mod:`vidcorr.readout.kernel.readout`,
+``benchmarks/bench_dense.py`` prints it). :func:`estimate` adds this up over the
+levels of the coarse-to-fine read-out (:func:`vidcorr.readout.pyramid.read_out_plan`);
+:func:`check_budget` refuses work above a time limit or beyond the machine's memory,
+with the estimate and the ``--max-size`` (or stride) that would fit. The time scales
+were measured on the project's 2-core CPU (docs/benchmarks.md); a GPU or a larger
+CPU is faster, and ``max_seconds=0`` turns the time guard off.
 
 The refinement on the frames (:mod:`vidcorr.readout.refinement`) costs its SOR sweeps
 (rounds x iterations x sweeps) over the finest level's pixels, each pixel-sweep
@@ -27,15 +23,12 @@ import collections
 import os
 
 from vidcorr.errors import UserError
-from vidcorr.model.spec import layer_plan, plan_flops
+from vidcorr.readout import registry
 from vidcorr.readout.pyramid import MIN_SIZE, pyramid_levels, read_out_plan
 
-__all__ = ["Estimate", "estimate", "check_budget", "machine_memory_mb", "SECONDS_PER_GFLOP",
-           "SECONDS_PER_FORWARD_GFLOP", "SECONDS_PER_REFINE_SWEEP",
-           "DEFAULT_MAX_SECONDS", "MEMORY_SHARE"]
+__all__ = ["Estimate", "estimate", "check_budget", "machine_memory_mb",
+           "SECONDS_PER_REFINE_SWEEP", "DEFAULT_MAX_SECONDS", "MEMORY_SHARE"]
 
-SECONDS_PER_GFLOP = 0.0061
-SECONDS_PER_FORWARD_GFLOP = 0.012  # a forward pass with its host-side warps
 SECONDS_PER_REFINE_SWEEP = 1.0e-7  # one pixel through one sweep, its share of the data terms
 
 DEFAULT_MAX_SECONDS = 3600.0
@@ -52,8 +45,7 @@ def machine_memory_mb():
         return None
 
 
-def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1, upsample=1,
-             readout="sensitivity", level_passes=1, refine_sweeps=0):
+def estimate(spec, height, width, stride, options, pairs=1):
     """The estimated points, seconds and peak memory of matching one pair.
 
     Args:
@@ -61,40 +53,26 @@ def estimate(spec, height, width, stride, levels=1, memory_mb=1024, passes=1, up
       height: image height at the network (after any ``max_size``).
       width: image width.
       stride: grid stride.
-      levels: pyramid levels actually used.
-      memory_mb: the batched backward pass's budget.
-      passes: 2 with the consistency check (the swapped pair too).
-      upsample: the finer read-out's factor (:mod:`vidcorr.readout.pyramid`; 1: none).
-      readout: ``"sensitivity"`` (a backward pass per grid point) or ``"kernel"`` (a
-        forward pass per level).
-      level_passes: the kernel read-out's passes per level.
-      refine_sweeps: the refinement's SOR sweeps in all (0: no refinement).
+      options: the :class:`vidcorr.readout.options.MatchOptions`: the read-out (``"auto"`` as the network resolves it), levels, upsample,
+        refinement.
+      pairs: 2 with the consistency check (the swapped pair too).
 
     Returns:
       An :class:`Estimate`: grid points of all levels, seconds, peak MB.
     """
-    from vidcorr.readout.memory import (activation_bytes_per_pixel, chunk_for_budget, fixed_bytes,
-                                        forward_bytes, pixel_extent)
-
+    o = options
+    readout = registry.resolve(o.readout, spec)
     points, seconds, peak = 0, 0.0, 0.0
-    for level in read_out_plan(height, width, levels, stride, upsample):
-        h, w, n = level.height, level.width, level.points
-        if readout == "kernel":  # every pixel from one forward pass per pass of the level
-            gflop = plan_flops(layer_plan(spec, h, w), spec.kernel_size) / 1e9
-            points += n
-            seconds += level_passes * gflop * SECONDS_PER_FORWARD_GFLOP
-            peak = max(peak, forward_bytes(spec, h, w) / 2.0 ** 20)
-            continue
-        # One read-out costs about a forward pass over the part of the image it covers.
-        gflop = plan_flops(layer_plan(spec, *pixel_extent(spec, h, w)), spec.kernel_size) / 1e9
-        points += n
-        seconds += n * gflop * SECONDS_PER_GFLOP
-        chunk = chunk_for_budget(spec, h, w, memory_mb)
-        peak = max(peak, (fixed_bytes(spec, h, w) + chunk * activation_bytes_per_pixel(
-            spec, h, w)) / 2.0 ** 20)
-    # the refinement runs once, on the finest level's pixels
-    seconds += refine_sweeps * level.height * level.width * SECONDS_PER_REFINE_SWEEP
-    return Estimate(points * passes, seconds * passes, peak)
+    for level in read_out_plan(height, width, pyramid_levels(height, width, o.levels), stride,
+                               o.upsample):
+        level_seconds, level_mb = readout.level_cost(spec, level, o)
+        points += level.points
+        seconds += level_seconds
+        peak = max(peak, level_mb)
+    if o.refine != "none":  # the refinement runs once, on the finest level's pixels
+        sweeps = o.refine_rounds * o.refine_iterations * o.refine_sweeps
+        seconds += sweeps * level.height * level.width * SECONDS_PER_REFINE_SWEEP
+    return Estimate(points * pairs, seconds * pairs, peak)
 
 
 def _fits(est, max_seconds, ram_mb):
@@ -119,7 +97,7 @@ def check_budget(spec, height, width, stride, options, passes=1, ram_mb=None):
       width: image width.
       stride: grid stride.
       options: the :class:`vidcorr.readout.options.MatchOptions` (read-out, levels,
-        upsample, passes, memory and time limits).
+        upsample, refinement, memory and time limits).
       passes: 2 with the consistency check.
       ram_mb: the machine's memory (default: :func:`machine_memory_mb`).
 
@@ -133,11 +111,7 @@ def check_budget(spec, height, width, stride, options, passes=1, ram_mb=None):
     max_seconds, min_size = o.max_seconds, MIN_SIZE
 
     def cost(h, w):
-        return estimate(spec, h, w, stride, pyramid_levels(h, w, o.levels),
-                        o.memory_mb, passes, o.upsample, o.readout, o.passes, refine_sweeps)
-
-    refine_sweeps = 0 if o.refine == "none" else (o.refine_rounds * o.refine_iterations *
-                                                   o.refine_sweeps)
+        return estimate(spec, h, w, stride, o, passes)
 
     ram_mb = machine_memory_mb() if ram_mb is None else ram_mb
     est = cost(height, width)

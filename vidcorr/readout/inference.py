@@ -13,7 +13,7 @@ exactly as :mod:`vidcorr.model.quantize` does in the graph, before folding.
 
 :class:`Predictor` is the folded network's forward pass alone (middle frames
 for batches of pairs of one size), for evaluation and pictures; matching
-builds its own graph around the same weights (:mod:`vidcorr.readout.gradients`).
+builds its own graph around the same weights (:mod:`vidcorr.readout.sensitivity.gradients`).
 """
 
 import os
@@ -174,15 +174,22 @@ def save_initial_model(prefix, spec, seed=0):
     return prefix
 
 
-def load_folded_weights(sess, weights, scope=MODEL_SCOPE):
+def load_folded_weights(sess, weights, scope=MODEL_SCOPE, prefix=""):
     """Loads folded ``{name: array}`` weights into the graph's ``scope`` variables.
+
+    Args:
+      sess: the session.
+      weights: ``{variable name: array}``.
+      scope: the variables to load.
+      prefix: what the variables' names have before the weights' names (a network built
+        under an outer scope).
 
     Raises:
       UserError: if a variable is missing from ``weights`` (another
         architecture) or has another shape (another width).
     """
     for var in tf.global_variables(scope):
-        name = var.op.name
+        name = var.op.name[len(prefix):] if var.op.name.startswith(prefix) else var.op.name
         if name not in weights:
             raise UserError("the checkpoint lacks %s: it was trained with another network "
                             "architecture" % name)

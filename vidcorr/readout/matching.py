@@ -1,26 +1,25 @@
 """Matches from the inverted interpolation network: :class:`Matcher` and :class:`Matches`.
 
-``Matcher(checkpoint).match(frame_t, frame_t2, stride=4)`` loads the network
-once (batch norm folded), builds one :class:`vidcorr.readout.gradients.SensitivityGraph`
-per image size (cached), and turns the reduced sensitivities into matches:
-for each grid point p of the middle frame, the peak of its sensitivity in
-frame t, ``(x1, y1)``, and in frame t+2, ``(x3, y3)``, refined to sub-pixel
-precision by the centroid of the 3x3 neighbourhood (or a quadratic fit,
-``subpixel="quadratic"``; the centroid measured better in
-``benchmarks/precision_study.py``), with a confidence: the peak ratio
-``1 - second / peak`` (the best value outside a radius against the peak; the
-lower of the two frames) times the image texture at both ends
-(:mod:`vidcorr.readout.confidence`); matches below ``min_confidence`` are invalid. An
-optional consistency check runs the pair in swapped order and keeps matches
-that agree within a tolerance.
+``Matcher(checkpoint).match(frame_t, frame_t2, stride=4)`` loads the network once
+(batch norm folded), reads the pair with its read-out (found by name in
+:mod:`vidcorr.readout.registry`) and returns, for each grid point p of the middle
+frame, its position in frame t, ``(x1, y1)``, and in frame t+2, ``(x3, y3)``, with a
+confidence in [0, 1]; matches below ``min_confidence`` are invalid, and so are
+matches that leave the image. The read-outs:
 
-With ``levels`` N > 1 the read-out is coarse to fine (:mod:`vidcorr.readout.pyramid`):
-the coarsest of N half-size levels is read out on the grid, its matches become
-dense displacement fields, and each finer level reads out the residual between
-frames warped toward the middle frame by them, so motion beyond the network's
-reach (``K // 2`` pixels per frame step) is found. Every level has its own
-cached sensitivity graph; the coarse levels use the grid stride in their own
-pixels, at most ``MAX_COARSE_STRIDE``, so their fields rest on enough matches.
+* ``kernel`` (:mod:`vidcorr.readout.kernel`): the kernel head's blend weights give
+  every pixel's positions; the whole coarse-to-fine match, the refinement on the
+  frames and the confidence are one graph per image size, one ``sess.run`` per pair
+  (or per batch: the consistency check's swapped pair rides in the same run);
+* ``sensitivity`` (:mod:`vidcorr.readout.sensitivity`): the paper's exact read-out,
+  the peak of each grid point's sensitivity, coarse to fine on the host.
+
+Coarse to fine (:mod:`vidcorr.readout.pyramid`), the coarsest of N half-size levels
+is read first, its matches become dense displacement fields, and each finer level
+reads the residual between the frames warped toward the middle frame by them, so
+motion beyond the network's reach (``K // 2`` pixels per frame step) is found. An
+optional consistency check reads the swapped pair and keeps matches that agree
+within a tolerance.
 """
 
 import os
@@ -31,26 +30,16 @@ import numpy as np
 from vidcorr.compat import tower_devices
 from vidcorr.errors import UserError
 from vidcorr.io.video import FLOAT_TOLERANCE, resize_float
-from vidcorr.readout.blend import BlendGraph, blend_confidence
+from vidcorr.readout import registry
 from vidcorr.readout.budget import check_budget
-from vidcorr.readout.confidence import match_confidence, peak_ratio
-from vidcorr.readout.gradients import SensitivityGraph
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
-from vidcorr.readout.memory import chunk_for_budget
 from vidcorr.readout.options import MIN_SIZE, MatchOptions
-from vidcorr.readout.pyramid import (DEFAULT_LEVELS, read_pair,
-                                     build_pyramid, densify, grid_points, pyramid_levels,
-                                     read_out_plan, sample_field, upsample_exact, upsample_field,
-                                     warp)
-from vidcorr.readout.refinement import RefineGraph, residual_confidence
-from vidcorr.readout.subpixel import REFINEMENTS
+from vidcorr.readout.pyramid import DEFAULT_LEVELS, grid_points, read_pair
 
-__all__ = ["Matches", "Matcher", "MIN_SIZE", "DEFAULT_LEVELS"]
+__all__ = ["Matches", "Matcher", "MIN_SIZE", "DEFAULT_LEVELS", "DEFAULT_MODEL"]
 
 DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models",
                              "default")
-
-
 
 
 class Matches(object):
@@ -111,25 +100,6 @@ class Matches(object):
             return cls(size=tuple(data["size"]), **{k: data[k] for k in cls.FIELDS})
 
 
-def _pixels(height, width):
-    """Each pixel's own ``(x, y)``, ``[H, W, 2]`` float."""
-    ys, xs = np.mgrid[0:height, 0:width]
-    return np.stack([xs, ys], axis=-1).astype(np.float64)
-
-
-def _unwarp(pos, fields):
-    """Positions ``[N, 2 frames, (x, y)]`` in frames warped by ``fields`` (one per frame),
-    mapped back to the frames' own pixels: ``x + field(x)``."""
-    return np.stack([pos[:, f] + sample_field(fields[f], pos[:, f]) for f in (0, 1)], axis=1)
-
-
-def _densify_pair(grid, pos, conf, height, width, step):
-    """Grid matches ``pos [N, 2 frames, (x, y)]`` as dense displacements of both frames,
-    ``[H, W, 2, 2]`` (:func:`vidcorr.readout.pyramid.densify`)."""
-    return np.stack([densify(grid, pos[:, f] - grid, conf, height, width, step)
-                     for f in (0, 1)], axis=2)
-
-
 class Matcher(object):
     """Finds matches between two frames with a trained interpolation network.
 
@@ -143,10 +113,15 @@ class Matcher(object):
         list, or a count N for the first N GPUs, or N virtual CPU devices without
         GPUs); one replica of the pass per device, the same matches.
       **settings: any :class:`~vidcorr.readout.options.MatchOptions` field, over
-        ``options``: ``readout`` (``"sensitivity"``, the exact read-out, a
-        backward pass per grid point; ``"kernel"``, the kernel head's blend
-        weights, one forward pass per level for every pixel), ``levels``,
-        ``upsample``, ``min_confidence``, ``max_seconds``, ``max_size``, ...
+        ``options``: ``readout`` (a name of :mod:`vidcorr.readout.registry`:
+        ``"kernel"``, the kernel head's blend weights, the whole match in one graph
+        per size; ``"sensitivity"``, the exact read-out, a backward pass per grid
+        point; ``"auto"``), ``levels``, ``upsample``, ``min_confidence``,
+        ``max_seconds``, ``max_size``, ...
+
+    Attributes:
+      readout: the read-out (a :class:`vidcorr.readout.registry.ReadOut`) bound to
+        this matcher.
 
     Raises:
       UserError: for a missing or incompatible checkpoint, an unknown option or
@@ -156,20 +131,14 @@ class Matcher(object):
     def __init__(self, checkpoint=None, options=None, device=None, threads=None, devices=None,
                  **settings):
         self.options = (options if options is not None else MatchOptions()).replace(**settings)
-        self.subpixel = REFINEMENTS[self.options.subpixel]
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
                 raise UserError("no checkpoint given and no default model is installed; pass a "
                                 "run directory or checkpoint prefix")
             checkpoint = DEFAULT_MODEL
         self.checkpoint, self.spec, values = find_model(checkpoint)
-        if self.options.readout == "auto":
-            self.options = self.options.replace(
-                readout="kernel" if self.spec.kernel_size else "sensitivity")
-        if self.options.readout == "kernel" and not self.spec.kernel_size:
-            raise UserError("readout 'kernel' needs a network with a kernel head "
-                            "(model.kernel_size > 0); %s synthesises its output directly: use "
-                            "readout 'sensitivity'" % self.checkpoint)
+        readout = registry.resolve(self.options.readout, self.spec)
+        self.options = self.options.replace(readout=readout.name)
         self.weights = fold_batch_norm(values)
         self.device, self.threads = device, threads
         if isinstance(devices, int) and not isinstance(devices, bool):
@@ -177,25 +146,18 @@ class Matcher(object):
                 raise UserError("devices must be at least 1, got %d" % devices)
             devices = tower_devices(devices) if devices > 1 else None
         self.devices = list(devices) if devices else None
-        self._graphs, self._predictors, self._blend_graphs = {}, {}, {}
-        self._refine_graphs = {}
+        self._predictors = {}
+        self._maps = None  # the sensitivity maps' read-out, when asked for
         self.build_seconds = 0.0  # time spent building graphs, for timing the read-outs
+        self.readout = readout(self)
 
-    def _built(self, cache, key, build):
+    def built(self, cache, key, build):
         """``cache[key]``, built (and its building timed) on first use."""
         if key not in cache:
             start = time.time()
             cache[key] = build()
             self.build_seconds += time.time() - start
         return cache[key]
-
-    def graph_for(self, height, width):
-        """The cached :class:`SensitivityGraph` for an image size (built on first use)."""
-        o = self.options
-        chunk = o.chunk or chunk_for_budget(self.spec, height, width, o.memory_mb)
-        return self._built(self._graphs, (height, width), lambda: SensitivityGraph(
-            self.spec, height, width, self.weights, chunk, o.norm, o.radius, self.device,
-            self.threads, o.max_pixels_per_run, devices=self.devices))
 
     def _prepare(self, frame_t, frame_t2):
         a, b = read_pair(frame_t, frame_t2)
@@ -216,8 +178,8 @@ class Matcher(object):
           frame_t2: path or array of the second frame (same size).
           stride: grid stride in (network) pixels.
           offset: grid offset in ``[0, stride)``.
-          consistency: also run the swapped pair and mark disagreeing matches
-            invalid.
+          consistency: also read out the swapped pair (in the same batch) and mark
+            disagreeing matches invalid.
           tolerance: consistency tolerance in pixels.
           progress: show a progress bar over pixels.
 
@@ -234,14 +196,13 @@ class Matcher(object):
         a, b, (h, w) = self._prepare(frame_t, frame_t2)
         nh, nw = a.shape[:2]
         points = grid_points(nh, nw, stride, offset)
-        levels = pyramid_levels(nh, nw, self.options.levels)
         check_budget(self.spec, nh, nw, stride, self.options, passes=2 if consistency else 1)
-        pos, peak, ratio = self._read_out(a, b, points, stride, levels, progress, "pixels")
-        conf = match_confidence(ratio, a, b, pos)  # [N]: texture in its own 9x9 window
-        valid = conf >= self.options.min_confidence
+        pairs = [(a, b), (b, a)] if consistency else [(a, b)]
+        pos, peak, conf = self.readout.read_out(pairs, points, stride, progress)
+        valid = conf[0] >= self.options.min_confidence
         if consistency:
-            back, _, _ = self._read_out(b, a, points, stride, levels, progress, "swapped")
-            valid &= np.all(np.abs(back[:, ::-1] - pos) <= tolerance, axis=(1, 2))
+            valid &= np.all(np.abs(pos[1][:, ::-1] - pos[0]) <= tolerance, axis=(1, 2))
+        pos, peak, conf = pos[0], peak[0], conf[0]
         sx, sy = w / float(nw), h / float(nh)
         to_orig = lambda xy: np.stack([(xy[..., 0] + 0.5) * sx - 0.5,  # noqa: E731
                                        (xy[..., 1] + 0.5) * sy - 0.5], axis=-1)
@@ -253,117 +214,9 @@ class Matcher(object):
         return Matches(np.rint(to_orig(points)).astype(int), pos[:, 0], pos[:, 1], peak, conf,
                        valid & inside, (h, w))
 
-    def _read_out(self, a, b, points, stride, levels, progress, desc):
-        """Coarse-to-fine positions of ``points`` on the pair ``(a, b)``, by either read-out.
-
-        The levels are :func:`vidcorr.readout.pyramid.read_out_plan`'s. Each reads out
-        the residual between the frames warped toward the middle frame by the coarser
-        level's fields (:meth:`_level`), and maps its positions back through the warp.
-        The next level's fields are the read-out's own dense positions, median-filtered
-        and confidence-smoothed (blend weights), or its grid matches densified
-        (sensitivity). The kernel read-out reads each level ``passes`` times, each pass
-        warping by the previous one's fields.
-
-        Returns:
-          ``(pos [N, 2 frames, (x, y)], peak [N, 2], confidence [N])`` at the
-          finest level.
-        """
-        h, w = a.shape[:2]
-        plan = read_out_plan(h, w, levels, stride, self.options.upsample)
-        pyr_a, pyr_b = build_pyramid(a, levels), build_pyramid(b, levels)
-        fields = None  # (d1, d3): where frames t and t+2 show a middle-frame pixel
-        for i, level in enumerate(plan):
-            last = i + 1 == len(plan)
-            lh, lw, s = level.height, level.width, level.scale
-            if s > 1:  # the finer read-out: the pair resampled, original pixel p at s p
-                base_a, base_b = upsample_exact(a, int(s)), upsample_exact(b, int(s))
-                fields = [upsample_exact(f, int(s), order=1) * s for f in fields]
-                grid = points * int(s)
-                name = "%s (x%d)" % (desc, s)
-            else:
-                base_a, base_b = pyr_a[level.index], pyr_b[level.index]
-                if fields is not None:
-                    fields = [upsample_field(f, lh, lw) for f in fields]
-                grid = points if level.index == 0 else grid_points(lh, lw, level.step)
-                name = desc if len(plan) == 1 else "%s (level %d)" % (desc, level.index)
-            passes = self.options.passes if self.options.readout == "kernel" else 1
-            for n in range(passes):
-                final = last and n + 1 == passes
-                handing_on = s <= 1 and not final  # fields handed on are smoothed
-                pos, peak, conf, dense = self._read_warped(base_a, base_b, fields, grid,
-                                                           progress, name, handing_on)
-                if final:
-                    break
-                if dense is None:  # the sensitivity read-out's grid matches, densified
-                    dense = _densify_pair(grid, pos, conf, lh, lw, level.step)
-                fields = [dense[:, :, f] for f in (0, 1)]
-        if self.options.refine != "none":
-            if dense is None:
-                dense = _densify_pair(grid, pos, conf, lh, lw, level.step)
-            pos, conf = self._refine(base_a, base_b, dense, grid, conf)
-        if self.options.upsample > 1:
-            pos = pos / float(self.options.upsample)
-        return pos, peak, conf
-
-    def _read_warped(self, base_a, base_b, fields, grid, progress, desc, smoothed=False):
-        """One level's read-out of the pair warped by ``fields`` (None: as it is) at the
-        points ``grid``, its positions mapped back through the warp.
-
-        Returns:
-          ``(pos [N, 2, 2], peak [N, 2], confidence [N], dense)``: positions in the
-          pair's pixels; ``dense`` is ``[H, W, 2, 2]`` displacements of every pixel
-          (blend weights, warped on the device; ``smoothed`` there, as the fields a
-          level hands on, :func:`vidcorr.readout.blend.smooth_field`) or None (sensitivity).
-        """
-        if self.options.readout == "kernel":
-            lh, lw = base_a.shape[:2]
-            res = self.blend_graph_for(lh, lw).run(base_a, base_b, fields, smoothed=smoothed)
-            gx, gy = grid[:, 0], grid[:, 1]
-            dense = res["fields"] if smoothed else res["position"] - _pixels(lh, lw)[:, :, None]
-            return (res["position"][gy, gx].astype(np.float64), res["peak"][gy, gx],
-                    blend_confidence(res["peak"][gy, gx]), dense)
-        img_a, img_b = base_a, base_b
-        if fields is not None:
-            img_a, img_b = warp(base_a, fields[0]), warp(base_b, fields[1])
-        pos, peak, conf = self._level(img_a, img_b, grid, progress, desc)
-        if fields is not None:  # a peak in a warped frame: map it back through the warp
-            pos = _unwarp(pos, fields)
-        return pos, peak, conf, None
-
-    def _refine(self, base_a, base_b, dense, grid, conf):
-        """The refinement on the frames (:mod:`vidcorr.readout.refinement`) of a level's dense
-        displacements ``dense [H, W, 2, 2]``, sampled at ``grid``: ``(pos [N, 2, 2],
-        confidence [N])``, the confidence times the refined residual's term."""
-        lh, lw = base_a.shape[:2]
-        graph = self._built(self._refine_graphs, (lh, lw), lambda: RefineGraph(
-            lh, lw, self.options, self.device, self.threads))
-        res = graph.run(base_a, base_b, dense + _pixels(lh, lw)[:, :, None])
-        gx, gy = grid[:, 0], grid[:, 1]
-        if self.options.residual_scale > 0:
-            conf = conf * residual_confidence(res["residual"][gy, gx],
-                                              self.options.residual_scale)
-        return res["position"][gy, gx].astype(np.float64), conf
-
-    def _level(self, img_a, img_b, grid, progress, desc):
-        """The sensitivity read-out of a (warped) pair at the points ``grid``:
-        ``(pos [N, 2, 2], peak [N, 2], confidence [N])``."""
-        lh, lw = img_a.shape[:2]
-        graph = self.graph_for(lh, lw)
-        graph.set_images(img_a, img_b)
-        res = graph.run(grid, progress=progress, desc=desc)
-        pos = self.subpixel(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
-        return pos, res["peak"], peak_ratio(res["peak"], res["second"])
-
-    def blend_graph_for(self, height, width):
-        """The cached :class:`vidcorr.readout.blend.BlendGraph` for an image size."""
-        return self._built(self._blend_graphs, (height, width), lambda: BlendGraph(
-            self.spec, height, width, self.weights, self.options.statistic,
-            self.options.temperature, self.options.smooth, self.options.sigma, self.device,
-            self.threads))
-
     def predictor_for(self, height, width):
         """The cached forward-only :class:`vidcorr.readout.inference.Predictor` for an image size."""
-        return self._built(self._predictors, (height, width), lambda: Predictor(
+        return self.built(self._predictors, (height, width), lambda: Predictor(
             self.spec, height, width, self.weights, self.device, self.threads))
 
     def predict(self, frame_t, frame_t2):
@@ -405,23 +258,25 @@ class Matcher(object):
         Raises:
           UserError: for bad images or points outside the image.
         """
+        from vidcorr.readout.sensitivity.readout import SensitivityReadOut
+
         a, b, _ = self._prepare(frame_t, frame_t2)
         h, w = a.shape[:2]
         points = np.asarray(points)
         if points.ndim != 2 or points.shape[1] != 2 or points.dtype.kind not in "iu" or \
                 np.any(points < 0) or np.any(points >= [w, h]):
             raise UserError("points must be [N, 2] integer (x, y) pixels inside %dx%d" % (w, h))
-        o = self.options
-        graph = self._built(self._graphs, (h, w, "maps"), lambda: SensitivityGraph(
-            self.spec, h, w, self.weights, o.chunk or chunk_for_budget(self.spec, h, w,
-                                                                       o.memory_mb),
-            o.norm, o.radius, self.device, self.threads, o.max_pixels_per_run, full_maps=True))
+        if self._maps is None:
+            self._maps = SensitivityReadOut(self)
+        graph = self._maps.graph_for(h, w, full_maps=True)
         graph.set_images(a, b)
         return graph.run(points)["maps"]
 
     def close(self):
         """Releases every cached graph's session."""
-        for cache in (self._graphs, self._predictors, self._blend_graphs, self._refine_graphs):
-            for graph in cache.values():
-                graph.close()
-            cache.clear()
+        for readout in (self.readout, self._maps):
+            if readout is not None:
+                readout.close()
+        for graph in self._predictors.values():
+            graph.close()
+        self._predictors.clear()

@@ -8,13 +8,14 @@ settings. :class:`vidcorr.readout.matching.Matcher`,
 take one, so a value is checked once, in one place, with one message. It loads
 without TensorFlow (the CLI's ``--help`` stays fast).
 
-Two read-outs turn a (warped) pair into matches at one pyramid level:
+The read-out is a name of :mod:`vidcorr.readout.registry`; two are built in:
 
 * ``sensitivity``: the exact read-out of the paper, the peak of each grid point's
-  gradient with respect to both frames (:mod:`vidcorr.readout.gradients`): a backward
+  gradient with respect to both frames (:mod:`vidcorr.readout.sensitivity`): a backward
   pass per point, for any network;
-* ``kernel``: the kernel head's blend weights (:mod:`vidcorr.readout.blend`): one
-  forward pass per level gives every pixel's position in both frames.
+* ``kernel``: the kernel head's blend weights (:mod:`vidcorr.readout.kernel`): one
+  forward pass per level gives every pixel's position in both frames, the whole match
+  one graph.
 """
 
 import dataclasses
@@ -24,6 +25,7 @@ from typing import Optional
 from vidcorr.errors import UserError
 from vidcorr.readout.budget import DEFAULT_MAX_SECONDS
 from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE
+from vidcorr.readout import registry
 from vidcorr.readout.pyramid import MIN_SIZE, UPSAMPLES
 
 __all__ = ["MatchOptions", "READOUTS", "DEFAULT_READOUT", "STATISTICS", "DEFAULT_STATISTIC",
@@ -31,8 +33,8 @@ __all__ = ["MatchOptions", "READOUTS", "DEFAULT_READOUT", "STATISTICS", "DEFAULT
            "DEFAULT_MEMORY_MB", "DEFAULT_SMOOTH",
            "DEFAULT_PASSES", "DEFAULT_TEMPERATURE", "DEFAULT_SIGMA"]
 
-READOUTS = ("auto", "kernel", "sensitivity")
-DEFAULT_READOUT = "auto"  # kernel for a network with a kernel head, else sensitivity
+READOUTS = registry.names()  # the built-in ones; registry.names() has any added since
+DEFAULT_READOUT = registry.AUTO  # kernel for a network with a kernel head, else sensitivity
 STATISTICS = ("centroid", "local", "argmax")  # the kernel read-out's position from the weights
 DEFAULT_STATISTIC = "centroid"
 NORMS = ("l2", "l1", "max")  # the sensitivity's reduction over a frame's channels
@@ -68,9 +70,9 @@ class MatchOptions:
     """How pairs are read out (every field has a default; see :class:`vidcorr.Matcher`).
 
     Attributes:
-      readout: ``"kernel"`` (the blend weights), ``"sensitivity"`` (the exact
-        read-out) or ``"auto"``: kernel for a network with a kernel head, else
-        sensitivity.
+      readout: a read-out's name (:mod:`vidcorr.readout.registry`): ``"kernel"`` (the
+        blend weights), ``"sensitivity"`` (the exact read-out) or ``"auto"``: kernel
+        for a network with a kernel head, else sensitivity.
       levels: pyramid levels of the coarse-to-fine read-out (fewer where the
         coarsest would be under ``MIN_SIZE`` pixels); None: by the image's size
         (:func:`vidcorr.readout.pyramid.levels_for_size`: 3 up to 384 pixels, one more
@@ -129,7 +131,7 @@ class MatchOptions:
     residual_scale: float = DEFAULT_RESIDUAL_SCALE
 
     def __post_init__(self):
-        for name, values in (("readout", READOUTS), ("statistic", STATISTICS),
+        for name, values in (("readout", registry.names()), ("statistic", STATISTICS),
                              ("norm", NORMS), ("subpixel", SUBPIXEL_METHODS),
                              ("refine", REFINE_METHODS)):
             if getattr(self, name) not in values:

@@ -40,7 +40,7 @@ import collections
 import numpy as np
 
 from vidcorr.compat import default_device, session_config, tf
-from vidcorr.readout.blend import sample_bilinear_batch
+from vidcorr.model.warping import sample_at
 
 __all__ = ["refine_field", "RefineSettings", "RefineGraph", "residual_confidence", "OMEGA",
            "ZETA", "EPSILON", "SCALE"]
@@ -190,7 +190,17 @@ def _sor_sweep(field, shared):
     return field
 
 
-def refine_field(image1, image3, p1, p3, settings, anchor=0.5):
+def _loop(count, body, state, unroll):
+    """``state = body(state)`` ``count`` times: a ``tf.while_loop``, or Python's (``unroll``)."""
+    if unroll:
+        for _ in range(count):
+            state = body(state)
+        return state
+    return tf.while_loop(lambda i, x: i < count, lambda i, x: (i + 1, body(x)), (0, state),
+                         back_prop=False)[1]
+
+
+def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
     """Refines every pixel's positions in both frames on the frames themselves.
 
     Args:
@@ -201,6 +211,8 @@ def refine_field(image1, image3, p1, p3, settings, anchor=0.5):
       p3: ``[B, h, w, 2]`` their positions in frame t+2.
       settings: a :class:`RefineSettings`.
       anchor: 0.5 holds each match's midpoint, 0 holds ``p1`` (see the module docstring).
+      unroll: build the loops in Python (a graph for converters without nested loops,
+        the ONNX export) instead of ``tf.while_loop``; the same result.
 
     Returns:
       ``(p1, p3, residual)``: refined ``[B, h, w, 2]`` positions, and ``[B, h, w]`` the
@@ -218,24 +230,18 @@ def refine_field(image1, image3, p1, p3, settings, anchor=0.5):
     base = p1 + anchor * (p3 - p1)  # the held point, [B, h, w, 2]
     u = p3 - p1  # [B, h, w, 2]
     for _ in range(rounds):
-        constraints = _constraints(sample_bilinear_batch(image1, base - anchor * u),
-                                   sample_bilinear_batch(image3, base + (1.0 - anchor) * u))
+        constraints = _constraints(sample_at(image1, base - anchor * u),
+                                   sample_at(image3, base + (1.0 - anchor) * u))
 
-        def fixed_point(i, du, u=u, d=constraints):
+        def fixed_point(du, u=u, d=constraints):
             shared = _sor_system(u, _data_system(d, du, delta, gamma),
                                  _smoothness_weights(u + du, alpha, last_x, last_y), masks)
-            full = tf.while_loop(
-                lambda j, x: j < sweeps,
-                lambda j, x: (j + 1, _sor_sweep(x, shared)), (0, u + du),
-                back_prop=False)[1]
-            return i + 1, full - u
+            return _loop(sweeps, lambda x: _sor_sweep(x, shared), u + du, unroll) - u
 
-        du = tf.while_loop(lambda i, du: i < iterations, fixed_point,
-                           (0, tf.zeros_like(u)), back_prop=False)[1]
-        u = u + du
+        u = u + _loop(iterations, fixed_point, tf.zeros_like(u), unroll)
     p1, p3 = base - anchor * u, base + (1.0 - anchor) * u
-    diff = tf.reduce_mean(tf.abs(sample_bilinear_batch(image3, p3) -
-                                 sample_bilinear_batch(image1, p1)), axis=3, keepdims=True)
+    diff = tf.reduce_mean(tf.abs(sample_at(image3, p3) -
+                                 sample_at(image1, p1)), axis=3, keepdims=True)
     residual = tf.nn.avg_pool(tf.pad(diff, [[0, 0], [1, 1], [1, 1], [0, 0]], "SYMMETRIC"),
                               [1, 3, 3, 1], [1, 1, 1, 1], "VALID")[..., 0] / SCALE
     return p1, p3, residual

@@ -1,11 +1,11 @@
 """The memory model of the batched sensitivity pass: how many pixels fit in a chunk.
 
-A :class:`vidcorr.readout.gradients.SensitivityGraph` holds a fixed part (the
+A :class:`vidcorr.readout.sensitivity.gradients.SensitivityGraph` holds a fixed part (the
 runtime, the forward pass at the padded image size and the masks the backward
 pass derives from it) and, per pixel of a chunk, a few activations of the
 largest layer at the size of that pixel's window: the whole padded image, or,
 once the image is larger than the network's receptive field, a window of about
-twice its radius a side (:func:`pixel_extent`; :mod:`vidcorr.readout.windows` decides
+twice its radius a side (:func:`pixel_extent`; :mod:`vidcorr.readout.sensitivity.windows` decides
 per layer by :data:`DENSE_FRACTION`). The budget module (:mod:`vidcorr.readout.budget`)
 and the matcher size their work from it. No TensorFlow here.
 """
@@ -108,7 +108,7 @@ def chunk_for_budget(spec, height, width, memory_mb, fraction=DENSE_FRACTION):
 
 
 def forward_bytes(spec, height, width):
-    """Rough peak bytes of the blend-weight read-out's forward pass (:mod:`vidcorr.readout.blend`):
+    """Rough peak bytes of the blend-weight read-out's forward pass (:mod:`vidcorr.readout.kernel.blend`):
     the runtime, every activation once, and four copies of the ``[H, W, 2K^2]`` weights (the
     logits, their softmax and the reduction's temporaries)."""
     h, w = padded_size(height, width)

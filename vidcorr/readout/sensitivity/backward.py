@@ -11,10 +11,10 @@ for a whole batch of cotangents ``[N, ...]`` at one fixed batch-1 input:
 * each convolution's input gradient is a *forward* convolution of the
   cotangents with the flipped, transposed kernel, and a transposed
   convolution's is a strided forward convolution; the N cotangents are the
-  batch of these convolutions (the rules are in :mod:`vidcorr.readout.transpose`);
+  batch of these convolutions (the rules are in :mod:`vidcorr.readout.sensitivity.transpose`);
 * for one-pixel cotangents (:meth:`BatchedVJP.points`) the pass runs on a
   small window around each pixel for as long as the window is cheaper than
-  the whole image (:mod:`vidcorr.readout.windows`): through the decoder of MIND, and
+  the whole image (:mod:`vidcorr.readout.sensitivity.windows`): through the decoder of MIND, and
   through the encoder where the image is larger than the receptive field, so
   that one pixel's cost stops growing with the image.
 
@@ -35,9 +35,9 @@ output raises :class:`UnsupportedGraph`, so callers can fall back to pfor.
 """
 
 from vidcorr.compat import tf
-from vidcorr.readout.memory import DENSE_FRACTION, Density
-from vidcorr.readout.transpose import NOT_DIFFERENTIABLE, RULES, UnsupportedGraph, batch_shape
-from vidcorr.readout.windows import WINDOW_RULES, Window, dense, sum_cotangents
+from vidcorr.readout.sensitivity.memory import DENSE_FRACTION, Density
+from vidcorr.readout.sensitivity.transpose import NOT_DIFFERENTIABLE, RULES, UnsupportedGraph, batch_shape
+from vidcorr.readout.sensitivity.windows import WINDOW_RULES, Window, dense, sum_cotangents
 
 __all__ = ["UnsupportedGraph", "BatchedVJP"]
 
@@ -132,10 +132,10 @@ class BatchedVJP(object):
           values: ``[N, C]``.
           rows: int32 ``[N]``.
           cols: int32 ``[N]``.
-          windowed: return a :class:`vidcorr.readout.windows.Window` if the pass
+          windowed: return a :class:`vidcorr.readout.sensitivity.windows.Window` if the pass
             stayed windowed up to ``xs`` (else the dense tensor).
           density: where the pass goes dense, a
-            :class:`vidcorr.readout.memory.Density` whose ``join`` is "union" or
+            :class:`vidcorr.readout.sensitivity.memory.Density` whose ``join`` is "union" or
             "dense" (default: the default fraction, "union").
 
         Returns:

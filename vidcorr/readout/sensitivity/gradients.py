@@ -17,9 +17,9 @@ image size, never per pixel:
   default the network's graph is transposed into forward convolutions over
   the chunk, on windows around the pixels through the decoder and, where the
   image is larger than the receptive field (about 500 pixels for MIND,
-  :func:`vidcorr.readout.memory.pixel_extent`), through the encoder up to the input, so that a
+  :func:`vidcorr.readout.sensitivity.memory.pixel_extent`), through the encoder up to the input, so that a
   pixel's cost stops growing with the image
-  (:class:`vidcorr.readout.backward.BatchedVJP`, :mod:`vidcorr.readout.windows`); the kernel
+  (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`, :mod:`vidcorr.readout.sensitivity.windows`); the kernel
   head's direct term, the fold of the padding and the reduction then work on
   the window too; ``backward="pfor"``
   vectorises ``tf.gradients`` with ``tf.vectorized_map`` instead (their
@@ -34,22 +34,22 @@ image size, never per pixel:
 The whole grid is one ``sess.run``: the pixel list is fed once and an in-graph
 ``tf.while_loop`` walks it in chunks, so the forward pass runs once per call
 (a fed chunk index would recompute it for every chunk; measured slower). The
-chunk size comes from a memory budget (:func:`vidcorr.readout.memory.chunk_for_budget`).
+chunk size comes from a memory budget (:func:`vidcorr.readout.sensitivity.memory.chunk_for_budget`).
 """
 
 import numpy as np
 from tqdm import tqdm
 
-from vidcorr.readout.backward import BatchedVJP, UnsupportedGraph
+from vidcorr.readout.sensitivity.backward import BatchedVJP, UnsupportedGraph
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.readout.inference import FoldedGraph
 from vidcorr.model.kernels import logit_cotangent
 from vidcorr.readout.options import NORMS
-from vidcorr.readout.memory import DEFAULT_DENSITY, JOINS, Density, pixel_extent
+from vidcorr.readout.sensitivity.memory import DEFAULT_DENSITY, JOINS, Density, pixel_extent
 from vidcorr.model.network import mind, padding_for
 from vidcorr.model.spec import MODEL_SCOPE
-from vidcorr.readout.windows import Window, dense, fold_window, reflect_fold, sum_cotangents
+from vidcorr.readout.sensitivity.windows import Window, dense, fold_window, reflect_fold, sum_cotangents
 
 __all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "pixel_vjp",
            "kernel_head_vjp", "direct_window", "reduce_channels"]
@@ -105,7 +105,7 @@ def kernel_head_vjp(spec, frames, endpoints):
     Returns:
       ``head(padded_indices [K])`` -> the cotangents of the features at
       those pixels ``[K, C]`` and the direct term, a
-      :class:`vidcorr.readout.windows.Window` ``[K, K, K, 6]`` around each pixel.
+      :class:`vidcorr.readout.sensitivity.windows.Window` ``[K, K, K, 6]`` around each pixel.
     """
     k, r = spec.kernel_size, spec.kernel_size // 2
     taps = 2 * k * k
@@ -146,7 +146,7 @@ def direct_window(weights, rows, cols, height, width, kernel_size):
       kernel_size: k.
 
     Returns:
-      A :class:`vidcorr.readout.windows.Window` ``[K, k, k, 6]`` at ``(row - k // 2,
+      A :class:`vidcorr.readout.sensitivity.windows.Window` ``[K, k, k, 6]`` at ``(row - k // 2,
       col - k // 2)``: the weight of each tap on each RGB channel of its
       frame; taps outside the image vanish.
     """
@@ -167,10 +167,10 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False,
       out: the network's output at the padded size ``[1, H', W', 3]``.
       endpoints: the endpoints :func:`vidcorr.model.network.mind` filled.
       backward: ``'transpose'``, ``'pfor'`` or ``'auto'`` (see :class:`SensitivityGraph`).
-      windowed: let ``vjp`` return a :class:`vidcorr.readout.windows.Window` where the
+      windowed: let ``vjp`` return a :class:`vidcorr.readout.sensitivity.windows.Window` where the
         transposed pass stays windowed up to the input (images larger than the
         receptive field).
-      density: where the windowed pass goes dense (:class:`vidcorr.readout.memory.Density`).
+      density: where the windowed pass goes dense (:class:`vidcorr.readout.sensitivity.memory.Density`).
 
     Returns:
       ``(vjp, method)``: ``vjp(indices [K])`` -> ``d(sum_c out[p, c]) / d frames``
@@ -247,7 +247,7 @@ class SensitivityGraph(FoldedGraph):
       threads: intra-op threads (None: TensorFlow decides).
       max_pixels_per_run: at most this many pixels per ``sess.run`` (None: all).
       backward: how the VJP is batched over pixels: ``'transpose'``
-        (:class:`vidcorr.readout.backward.BatchedVJP`, forward convolutions over a batch
+        (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`, forward convolutions over a batch
         of cotangents), ``'pfor'`` (``tf.gradients`` under
         ``tf.vectorized_map``) or ``'auto'`` (transpose, pfor if the network
         has an op it cannot transpose). The chosen one is ``self.backward``.
@@ -259,7 +259,7 @@ class SensitivityGraph(FoldedGraph):
         forward and backward pass per device, each looping over its own
         contiguous part of the pixels; results are concatenated in order.
       density: where the windowed backward pass goes dense
-        (:class:`vidcorr.readout.memory.Density`; benchmarks vary it).
+        (:class:`vidcorr.readout.sensitivity.memory.Density`; benchmarks vary it).
 
     After construction, ``window`` is the ``[h, w]`` of one pixel's window at
     the (padded) input when the pass stays windowed all the way, else None.

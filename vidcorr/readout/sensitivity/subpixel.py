@@ -1,6 +1,6 @@
 """Sub-pixel positions of the sensitivity read-out's peaks, from the 3x3 values around them.
 
-The sensitivity graph (:mod:`vidcorr.readout.gradients`) returns each map's
+The sensitivity graph (:mod:`vidcorr.readout.sensitivity.gradients`) returns each map's
 integer peak and its 3x3 neighbourhood; ``MatchOptions.refine`` picks how the
 matcher moves the peak between pixels: ``centroid`` (the default) or
 ``quadratic`` (``benchmarks/precision_study.py`` compares them).

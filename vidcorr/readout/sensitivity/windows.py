@@ -4,7 +4,7 @@ The cotangent of one output pixel stays near that pixel for the first layers
 of the backward pass (a 3x3 convolution widens it by one pixel a side, a
 stride-2 one halves it). :class:`Window` holds such a batch as ``[N, h, w, C]``
 windows with per-cotangent origins, and :data:`WINDOW_RULES` map windows
-through the ops of :mod:`vidcorr.readout.transpose` on windows instead of whole
+through the ops of :mod:`vidcorr.readout.sensitivity.transpose` on windows instead of whole
 images: the masks are gathered per window, and positions outside the image
 are kept at zero, which is what the forward pass's zero padding implies. A
 rule returns None when it cannot follow (the caller then goes dense).
@@ -16,7 +16,7 @@ per axis, so two windows that meet (a skip and the deeper path, or the
 network's part and the kernel head's direct term) are summed in a union of
 static size that is tight (:func:`add_windows`). The pass stays windowed
 through the encoder for as long as the windows are cheaper than whole images
-(:data:`vidcorr.readout.memory.DENSE_FRACTION`), and a window never grows past its
+(:data:`vidcorr.readout.sensitivity.memory.DENSE_FRACTION`), and a window never grows past its
 image: it is cropped to it (:meth:`Window.crop`). So one pixel's cost stops
 growing with the image once the image is larger than the network's receptive
 field.
@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
-from vidcorr.readout import memory
+from vidcorr.readout.sensitivity import memory
 from vidcorr.compat import tf
-from vidcorr.readout.transpose import add_signs, slice_attrs, upsample2
+from vidcorr.readout.sensitivity.transpose import add_signs, slice_attrs, upsample2
 
 __all__ = ["Window", "WINDOW_RULES", "dense", "add_windows", "reflect_fold", "fold_window",
            "union_shape", "sum_cotangents", "shift_rows"]
@@ -83,7 +83,7 @@ class Window(object):
 
     def too_big(self):
         """Whether the dense op is cheaper than the windowed one (the window covers more
-        than ``fraction`` of the image, :class:`vidcorr.readout.memory.Density`)."""
+        than ``fraction`` of the image, :class:`vidcorr.readout.sensitivity.memory.Density`)."""
         return not memory.stays_windowed(self.h * self.w, self.height * self.width,
                                          self.fraction)
 
@@ -218,7 +218,7 @@ def add_windows(windows):
 def sum_cotangents(cotangents, join="union"):
     """One cotangent from several of the same tensor: with ``join`` "union", their union
     window if all are windows and the union is still worth keeping (no more than their
-    ``fraction`` of the image, :class:`vidcorr.readout.memory.Density`); else the dense sum."""
+    ``fraction`` of the image, :class:`vidcorr.readout.sensitivity.memory.Density`); else the dense sum."""
     if len(cotangents) == 1:
         return cotangents[0]
     if join == "union" and all(isinstance(c, Window) for c in cotangents):
@@ -355,7 +355,7 @@ def _fold_axis(data, origin, before, after, size, axis):
 
 
 def fold_window(window, padding, height, width):
-    """A :class:`vidcorr.readout.windows.Window` of the padded input's cotangent as original pixels.
+    """A :class:`vidcorr.readout.sensitivity.windows.Window` of the padded input's cotangent as original pixels.
 
     Returns:
       ``(data [K, h, w, C], oy [K], ox [K])``: rows ``oy + i`` and columns

@@ -1,6 +1,6 @@
 """Transpose rules: each op's input cotangents for a batch of output cotangents.
 
-:class:`vidcorr.readout.backward.BatchedVJP` walks a batch-1 forward graph backwards
+:class:`vidcorr.readout.sensitivity.backward.BatchedVJP` walks a batch-1 forward graph backwards
 and applies, per op type, a rule of :data:`RULES`. The forward tensors are
 batch-1 and the cotangents ``[N, ...]``: a rule derives what it needs from the
 forward pass once (``prepare``: a ReLU's 0/1 mask, a max pool's first-maximum

@@ -1,0 +1,185 @@
+"""One level of the blend-weight read-out: every pixel's position in both frames, in ops.
+
+A network with the adaptive-kernel head (:mod:`vidcorr.model.kernels`) makes each
+middle-frame pixel p a softmax blend of the K x K taps of frame t and frame t+2
+around p. The weights say where p comes from: their centroid over frame t's
+taps is p's sub-pixel position in frame t, and over frame t+2's taps its
+position in frame t+2. One forward pass gives this for every pixel at once,
+where the exact sensitivity read-out (:mod:`vidcorr.readout.sensitivity`) costs
+a backward pass per point.
+
+:func:`blend_level` is the one builder of a level, used by the whole-match graph
+(:mod:`vidcorr.readout.kernel.graph`) and therefore by the exported ``match``
+entry point alike. For a batch of pairs of any size it
+
+1. warps frame t and frame t+2 toward the middle frame by the coarser level's
+   fields (bilinear, :func:`vidcorr.model.warping.sample_at`),
+2. runs the folded network and crops its logits to the image (the network's own
+   ``crop`` endpoint),
+3. reduces the ``[B, H, W, 2K^2]`` logits to a few numbers per pixel and frame
+   (:func:`blend_moments`, without forming the softmax; they never leave the device):
+
+   * ``position``: ``[B, H, W, 2, 2]``, each pixel's ``(x, y)`` in frame t and
+     frame t+2, the pixel plus an offset by the statistic: ``centroid``, the
+     weights' centroid over the frame's taps; ``local``, the centroid of the 3x3
+     taps around the frame's largest tap; ``argmax``, the largest tap;
+   * ``mass``: each frame's share of the weight, ``[B, H, W, 2]``;
+   * ``peak``: each frame's largest weight divided by its mass, ``[B, H, W, 2]``;
+
+4. reflects the positions into the image (as the network's padding mirrors it)
+   and maps them back through the warp: ``q + d(q)``.
+
+The softmax's ``temperature`` (< 1 sharpens it, > 1 flattens it) is folded into the
+head's weights (:func:`tempered`): the head is a 1x1 convolution.
+"""
+
+import numpy as np
+
+from vidcorr.compat import tf
+from vidcorr.model import kernels
+from vidcorr.model.network import mind
+from vidcorr.model.spec import MODEL_SCOPE
+from vidcorr.model.warping import sample_at
+from vidcorr.readout.options import DEFAULT_STATISTIC
+
+__all__ = ["blend_level", "blend_moments", "reflect_positions", "pixel_grid", "tempered",
+           "MASS_FLOOR"]
+
+MASS_FLOOR = 1e-6  # a frame with less weight than this has no defined position
+HEAD = MODEL_SCOPE + "/output"  # the kernel head's 1x1 convolution
+
+
+def pixel_grid(height, width):
+    """Each pixel's own ``(x, y)``, ``[1, H, W, 2]`` float; sizes are ints or scalar tensors."""
+    ys, xs = tf.meshgrid(tf.range(height), tf.range(width), indexing="ij")
+    return tf.cast(tf.stack([xs, ys], axis=-1), tf.float32)[None]  # [1, H, W, 2]
+
+
+def tempered(weights, temperature):
+    """Folded weights whose kernel head gives ``logits / temperature``: the head is a 1x1
+    convolution, so dividing its weights and biases divides the logits, at no cost per
+    pixel. A copy; ``weights`` stay as they are (the interpolation uses them)."""
+    out = dict(weights)
+    for name in (HEAD + "/weights", HEAD + "/biases"):
+        out[name] = (np.asarray(weights[name]) / float(temperature)).astype(np.float32)
+    return out
+
+
+def blend_level(spec, frame_t, frame_t2, fields=None, statistic=DEFAULT_STATISTIC):
+    """The blend-weight read-out of one level (see the module docstring).
+
+    The network's variables (``MODEL_SCOPE``) are shared between calls; the softmax's
+    temperature is in its weights (:func:`tempered`).
+
+    Args:
+      spec: the :class:`vidcorr.model.spec.NetworkSpec` (``kernel_size`` > 0).
+      frame_t: ``[B, H, W, 3]`` float in [0, 1]; H and W may be unknown.
+      frame_t2: ``[B, H, W, 3]``.
+      fields: None, or ``[B, H, W, 2, 2]`` displacements ``(dx, dy)`` of both frames: the
+        network sees frame t at ``p + d1(p)`` and frame t+2 at ``p + d3(p)``.
+      statistic: ``"centroid"``, ``"local"`` or ``"argmax"``.
+
+    Returns:
+      ``{"position": [B, H, W, 2, 2], "mass": [B, H, W, 2], "peak": [B, H, W, 2]}``,
+      positions in the frames' own pixels (the warp undone).
+    """
+    k = spec.kernel_size
+    shape = tf.shape(frame_t)
+    h, w = shape[1], shape[2]
+    pixels = pixel_grid(h, w)  # [1, H, W, 2]
+    if fields is not None:
+        with tf.name_scope("warp"):
+            frame_t = sample_at(frame_t, pixels + fields[..., 0, :])  # frame t at p + d1(p)
+            frame_t2 = sample_at(frame_t2, pixels + fields[..., 1, :])
+    endpoints = {}
+    with tf.variable_scope(tf.get_variable_scope(), reuse=tf.AUTO_REUSE):
+        mind(tf.concat([frame_t, frame_t2], axis=3), False, spec=spec, folded=True,
+             name=MODEL_SCOPE, endpoints=endpoints)  # [B, H, W, 6] in
+    logits = endpoints["logits"]  # [B, H', W', 2K^2] at the padded size
+    padded = tf.shape(logits)[:3]  # [B, H', W']
+    # The moments of every padded pixel, then the crop: the crop copies a few channels,
+    # not 2K^2 (the padding is under 5 % of the pixels).
+    with tf.name_scope("moments"):
+        weights, mass, centroid, peak = blend_moments(logits, k)  # rows: [B H' W']
+        if statistic == "centroid":
+            offset = centroid  # [BH'W', frame, (dx, dy)]
+        else:
+            offset = _around_largest(tf.reshape(weights, [-1, k * k]), k, statistic == "local")
+    top, left, _, _ = endpoints["crop"]
+
+    def per_pixel(x, tail):  # rows of the padded image -> [B, H, W, tail]
+        x = tf.reshape(x, tf.concat([padded, tail], 0))
+        return x[:, top:top + h, left:left + w]
+
+    with tf.name_scope("unwarp"):
+        offset = per_pixel(offset, [2, 2])  # [B, H, W, 2, 2]
+        found = []
+        for f in (0, 1):
+            q = reflect_positions(pixels + offset[:, :, :, f], w, h)  # in the warped frame
+            if fields is not None:
+                q += sample_at(fields[..., f, :], q)  # the warp undone: q + d(q)
+            found.append(q)
+        return {"position": tf.stack(found, axis=3), "mass": per_pixel(mass, [2]),
+                "peak": per_pixel(peak, [2])}
+
+
+def _around_largest(per_frame, k, local):
+    """Each row's largest tap ``[rows, (dx, dy)]``, or the centroid of the 3x3 taps
+    around it (``local``), from ``per_frame [rows, K^2]`` weights."""
+    rows, k2 = tf.shape(per_frame)[0], k * k
+    best = tf.argmax(per_frame, axis=1, output_type=tf.int32)  # [rows]
+    by, bx = best // k, best % k  # tap row and column
+    if not local:
+        return tf.cast(tf.stack([bx, by], axis=1) - k // 2, tf.float32)  # [rows, 2]
+    flat = tf.reshape(per_frame, [-1])  # [rows * K^2]
+    starts = tf.range(rows) * k2  # [rows]
+    zero = tf.zeros([rows], tf.float32)
+    m, mx, my = zero, zero, zero
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            ty, tx = by + dy, bx + dx
+            inside = (ty >= 0) & (ty < k) & (tx >= 0) & (tx < k)  # [rows]
+            idx = starts + tf.clip_by_value(ty, 0, k - 1) * k + tf.clip_by_value(tx, 0, k - 1)
+            v = tf.where(inside, tf.gather(flat, idx), zero)  # [rows]
+            m += v
+            mx += v * tf.cast(tx - k // 2, tf.float32)
+            my += v * tf.cast(ty - k // 2, tf.float32)
+    return tf.stack([mx, my], axis=1) / tf.maximum(m, MASS_FLOOR)[:, None]  # [rows, 2]
+
+
+def blend_moments(logits, kernel_size):
+    """The blend weights of ``logits [..., 2K^2]`` reduced per pixel and frame.
+
+    Returns:
+      ``(weights [N 2, K^2], mass [N, 2], centroid [N, 2, (dx, dy)], peak [N, 2])`` for the
+      N pixels: the softmax over both frames' taps (frame-major rows); each frame's share
+      of the weight; the weights' centroid over the frame's taps
+      (:func:`vidcorr.model.kernels.tap_grid`); the frame's largest weight over its share.
+    """
+    k2 = kernel_size * kernel_size
+    weights = tf.nn.softmax(tf.reshape(logits, [-1, 2 * k2]))  # [N, 2K^2]
+    taps = kernels.tap_grid(kernel_size)  # [K^2, (dx, dy)]
+    # One matmul gives both frames' mass and first moments: [2K^2, 6] columns
+    # (mass, x moment, y moment) for frame t, then for frame t+2.
+    moments = np.zeros((2 * k2, 6), np.float32)
+    for f in range(2):
+        moments[f * k2:(f + 1) * k2, 3 * f] = 1.0
+        moments[f * k2:(f + 1) * k2, 3 * f + 1:3 * f + 3] = taps
+    sums = tf.reshape(tf.matmul(weights, moments), [-1, 2, 3])  # [N, 2, (m, mx, my)]
+    mass = sums[..., 0]  # [N, 2]
+    safe = tf.maximum(mass, MASS_FLOOR)  # [N, 2]
+    centroid = sums[..., 1:] / safe[..., None]  # [N, frame, (dx, dy)]
+    per_frame = tf.reshape(weights, [-1, k2])  # [N 2, K^2]
+    peak = tf.reshape(tf.reduce_max(per_frame, axis=1), [-1, 2]) / safe  # [N, 2]
+    return per_frame, mass, centroid, peak
+
+
+def reflect_positions(xy, width, height):
+    """Positions ``[..., (x, y)]`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1), as
+    the network's padding mirrors the image; sizes are numbers or scalar tensors."""
+    out = []
+    for axis, size in ((0, width), (1, height)):
+        last = tf.cast(size, tf.float32) - 1.0
+        v = tf.abs(xy[..., axis])
+        out.append(tf.where(v > last, 2.0 * last - v, v))
+    return tf.stack(out, axis=-1)

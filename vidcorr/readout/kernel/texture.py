@@ -1,0 +1,56 @@
+"""The confidence's texture term in the graph, for a batch of frames of any size.
+
+The ops of :func:`vidcorr.readout.confidence.texture_map` and
+:func:`~vidcorr.readout.confidence.texture_at` (the numpy reference the tests hold
+these to): the Shi-Tomasi smaller eigenvalue of the structure tensor over a box
+window of ``2 radius + 1`` pixels (numpy's ``gradient``: central differences,
+one-sided at the border; the window's border repeated), mapped to [0, 1) as
+``lambda / (lambda + TEXTURE_SCALE)``, and read at a match's nearest pixel.
+"""
+
+from vidcorr.compat import tf
+from vidcorr.readout.confidence import TEXTURE_SCALE
+
+__all__ = ["texture_map", "texture_at"]
+
+
+def _edge_pad(x, r, axis):
+    """``x`` extended by ``r`` pixels on both sides of ``axis``, the edge repeated."""
+    n = tf.shape(x)[axis]
+    return tf.gather(x, tf.clip_by_value(tf.range(-r, n + r), 0, n - 1), axis=axis)
+
+
+def _gradient(x, axis):
+    """numpy's ``gradient`` along ``axis``: central differences, one-sided at the ends."""
+    n = tf.shape(x)[axis]
+    first, second = tf.gather(x, [0], axis=axis), tf.gather(x, [1], axis=axis)
+    last, before = tf.gather(x, [n - 1], axis=axis), tf.gather(x, [n - 2], axis=axis)
+    p = tf.concat([2.0 * first - second, x, 2.0 * last - before], axis=axis)
+    ahead = tf.gather(p, tf.range(2, n + 2), axis=axis)
+    behind = tf.gather(p, tf.range(0, n), axis=axis)
+    return 0.5 * (ahead - behind)
+
+
+def texture_map(images, radius=4, scale=TEXTURE_SCALE):
+    """Texture in [0, 1) per pixel of ``images [B, H, W, C]`` (float in [0, 1]): ``[B, H, W]``."""
+    gray = tf.reduce_mean(images, axis=3, keepdims=True)  # [B, H, W, 1]
+    gx, gy = _gradient(gray, 2), _gradient(gray, 1)
+    products = tf.concat([gx * gx, gy * gy, gx * gy], axis=3)  # [B, H, W, 3]
+    size = 2 * radius + 1
+    padded = _edge_pad(_edge_pad(products, radius, 1), radius, 2)
+    window = tf.nn.avg_pool(tf.nn.avg_pool(padded, [1, size, 1, 1], [1, 1, 1, 1], "VALID"),
+                            [1, 1, size, 1], [1, 1, 1, 1], "VALID")  # [B, H, W, 3]
+    jxx, jyy, jxy = window[..., 0], window[..., 1], window[..., 2]
+    root = tf.sqrt(tf.maximum(0.25 * (jxx - jyy) ** 2 + jxy ** 2, 0.0))
+    lam = tf.maximum(0.5 * (jxx + jyy) - root, 0.0)
+    return lam / (lam + scale)
+
+
+def texture_at(texture, xy):
+    """``texture [B, H, W]`` at the nearest pixels of ``xy [B, h, w, (x, y)]``, clamped to the
+    image (half-way points round to even, as numpy's ``rint``): ``[B, h, w]``."""
+    shape = tf.shape(texture)
+    x = tf.clip_by_value(tf.cast(tf.round(xy[..., 0]), tf.int32), 0, shape[2] - 1)
+    y = tf.clip_by_value(tf.cast(tf.round(xy[..., 1]), tf.int32), 0, shape[1] - 1)
+    base = tf.reshape(tf.range(shape[0]) * shape[1] * shape[2], [-1, 1, 1])
+    return tf.gather(tf.reshape(texture, [-1]), base + y * shape[2] + x)
