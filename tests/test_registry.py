@@ -90,6 +90,14 @@ def test_names_and_refusals(shift, random_checkpoint):
     assert registry.names()[:3] == ("auto", "kernel", "sensitivity") and shift in registry.names()
     with pytest.raises(UserError, match="taken or reserved"):
         registry.register("kernel", _Shift)
+
+    class Partial(registry.ReadOut):
+        def read_out(self, pairs, points, stride, progress=False, desc="pixels"):
+            return None
+
+    with pytest.raises(UserError, match="read-out 'partial' must define level_cost"):
+        registry.register("partial", Partial)
+    assert "partial" not in registry.names()
     with pytest.raises(UserError, match="readout must be one of auto, kernel, sensitivity, "
                                         "shift"):
         MatchOptions(readout="blend")

@@ -17,6 +17,7 @@ This module loads without TensorFlow (the options and the CLI's ``--help`` use i
 a built-in read-out's module is imported when it is first asked for.
 """
 
+import abc
 import importlib
 
 from vidcorr.errors import UserError
@@ -29,8 +30,9 @@ _BUILT_IN = {"kernel": "vidcorr.readout.kernel.readout:KernelReadOut",
 _REGISTERED = dict(_BUILT_IN)  # name -> class, or "module:class" until first asked for
 
 
-class ReadOut(object):
-    """The interface of a read-out (subclass it and :func:`register` the class).
+class ReadOut(abc.ABC):
+    """The interface of a read-out (subclass it, define the two abstract methods and
+    :func:`register` the class; a subclass without them cannot be made).
 
     An instance serves one :class:`vidcorr.Matcher` (``matcher``: its ``spec``,
     ``weights``, ``options``, ``device``, ``threads``, ``devices`` and
@@ -49,6 +51,7 @@ class ReadOut(object):
         return None
 
     @classmethod
+    @abc.abstractmethod
     def level_cost(cls, spec, level, options):
         """``(seconds, peak_mb)`` of reading one pyramid level for one pair.
 
@@ -57,8 +60,8 @@ class ReadOut(object):
           level: a :class:`vidcorr.readout.pyramid.Level` of the read-out's plan.
           options: the :class:`vidcorr.readout.options.MatchOptions`.
         """
-        raise NotImplementedError("%s must define level_cost" % cls.__name__)
 
+    @abc.abstractmethod
     def read_out(self, pairs, points, stride, progress=False, desc="pixels"):
         """Matches of ``points`` in each pair.
 
@@ -75,7 +78,6 @@ class ReadOut(object):
           each point's ``(x, y)`` in frame t and frame t+2, the read-out's peak per frame,
           and the match's confidence in [0, 1].
         """
-        raise NotImplementedError("%s must define read_out" % type(self).__name__)
 
     def close(self):
         """Releases what the read-out built."""
@@ -85,13 +87,17 @@ def register(name, cls):
     """Makes ``cls`` (a :class:`ReadOut` subclass) the read-out called ``name``.
 
     Raises:
-      UserError: for a name that is taken or reserved, or a class that is no read-out.
+      UserError: for a name that is taken or reserved, or a class that is no read-out or
+        lacks a method of the interface.
     """
     if not isinstance(name, str) or not name or name == AUTO or name in _REGISTERED:
         raise UserError("cannot register a read-out called %r: the name is taken or "
                         "reserved" % (name,))
     if not (isinstance(cls, type) and issubclass(cls, ReadOut)):
         raise UserError("a read-out must be a subclass of vidcorr.readout.registry.ReadOut")
+    if cls.__abstractmethods__:
+        raise UserError("read-out %r must define %s" % (name, ", ".join(
+            sorted(cls.__abstractmethods__))))
     cls.name = name
     _REGISTERED[name] = cls
 

@@ -56,7 +56,6 @@ class SensitivityReadOut(ReadOut):
     def __init__(self, matcher):
         super(SensitivityReadOut, self).__init__(matcher)
         self._graphs, self._refine_graphs = {}, {}
-        self.subpixel = REFINEMENTS[matcher.options.subpixel]
 
     @classmethod
     def level_cost(cls, spec, level, options):
@@ -121,7 +120,8 @@ class SensitivityReadOut(ReadOut):
         graph = self.graph_for(lh, lw)
         graph.set_images(img_a, img_b)
         res = graph.run(grid, progress=progress, desc=desc)
-        pos = self.subpixel(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
+        subpixel = REFINEMENTS[self.matcher.options.subpixel]
+        pos = subpixel(res["peak_xy"], res["patch"], lw, lh)  # [N, 2, (x, y)]
         if fields is not None:  # a peak in a warped frame: map it back through the warp
             pos = _unwarp(pos, fields)
         return pos, res["peak"], peak_ratio(res["peak"], res["second"])
