@@ -329,7 +329,7 @@ def export_main(argv=None):
 
     checkpoint (the default): the network's variables, config.json and card.json, a
     folder Matcher loads like a run. saved_model: a cond-free, variable-free
-    SavedModel with the entry points interpolate and flow (docs/serving.md); onnx:
+    SavedModel with the entry points interpolate and match (docs/serving.md); onnx:
     the same as ONNX files too (pip install -e .[onnx])."""
     parser = argparse.ArgumentParser(description=inspect.cleandoc(export_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
