@@ -41,9 +41,7 @@ from vidcorr.readout.kernel.texture import texture_at, texture_map
 from vidcorr.readout.pyramid import COARSEST_SIDE, DEFAULT_LEVELS, MIN_SIZE, pyramid_levels
 from vidcorr.readout.refinement import RefineSettings, refine_field
 
-__all__ = ["match_ops", "levels_in_graph", "MatchGraph", "LevelGraph", "OUTPUTS"]
-
-OUTPUTS = ("position", "peak", "confidence")
+__all__ = ["match_ops", "levels_in_graph", "MatchGraph", "LevelGraph"]
 
 
 def levels_in_graph(height, width, levels=None):
