@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from vidcorr.compat import TF_VERSION, session_config, tf  # noqa: E402
-from vidcorr.readout.sensitivity.gradients import SensitivityGraph  # noqa: E402
+from vidcorr.readout.sensitivity.gradients import GradientSettings, SensitivityGraph  # noqa: E402
 from vidcorr.readout.pyramid import grid_points  # noqa: E402
 from vidcorr.readout.sensitivity.memory import chunk_for_budget  # noqa: E402
 from vidcorr.readout.inference import fold_batch_norm  # noqa: E402
@@ -135,8 +135,8 @@ def run_allinone(spec, args, values, points):
 def run_vidcorr(spec, args, values, points, fed=False, backward="transpose"):
     chunk = args.chunk or chunk_for_budget(spec, args.height, args.image_width, args.memory_mb)
     graph = SensitivityGraph(spec, args.height, args.image_width, fold_batch_norm(values),
-                             chunk=chunk, max_pixels_per_run=chunk if fed else None,
-                             backward=backward)
+                             GradientSettings(chunk=chunk, backward=backward,
+                                              max_pixels_per_run=chunk if fed else None))
     image = np.random.RandomState(1).rand(args.height, args.image_width, 6).astype(np.float32)
     graph.set_images(image[..., :3], image[..., 3:])
     ops_before = len(graph.graph.get_operations())

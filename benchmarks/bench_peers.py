@@ -63,15 +63,15 @@ def _points(height, width, count):
 def vidcorr_child(args):
     """Times vidcorr in this process (also under another Python: TensorFlow 1.15)."""
     from vidcorr.compat import TF_VERSION
-    from vidcorr.readout.sensitivity.gradients import SensitivityGraph
+    from vidcorr.readout.sensitivity.gradients import GradientSettings, SensitivityGraph
     from vidcorr.readout.sensitivity.memory import chunk_for_budget
     from vidcorr.readout.inference import find_model, fold_batch_norm
 
     height, width = (int(v) for v in args.size.split("x"))
     _, spec, values = find_model(args.checkpoint)
     chunk = chunk_for_budget(spec, height, width, 1024)
-    graph = SensitivityGraph(spec, height, width, fold_batch_norm(values), chunk=chunk,
-                             threads=args.threads)
+    graph = SensitivityGraph(spec, height, width, fold_batch_norm(values),
+                             GradientSettings(chunk=chunk), threads=args.threads)
     image, points = _pair(height, width), _points(height, width, args.points)
     graph.set_images(image[..., :3], image[..., 3:])
     res, seconds, per_pixel, _ = time_read_out(graph, points, chunk)

@@ -62,7 +62,7 @@ def _model(name, height, width):
 
 def child(args):
     from vidcorr.readout.sensitivity import memory
-    from vidcorr.readout.sensitivity.gradients import SensitivityGraph
+    from vidcorr.readout.sensitivity.gradients import GradientSettings, SensitivityGraph
     from vidcorr.readout.pyramid import grid_points
     from vidcorr.readout.sensitivity.memory import chunk_for_budget
 
@@ -74,8 +74,8 @@ def child(args):
     spec, weights = _model(args.child_model, height, width)
     chunk = chunk_for_budget(spec, height, width, args.memory_mb, density.fraction)
     start = time.perf_counter()
-    graph = SensitivityGraph(spec, height, width, weights, chunk=chunk, threads=args.threads,
-                             density=density)
+    graph = SensitivityGraph(spec, height, width, weights,
+                             GradientSettings(chunk=chunk, density=density), threads=args.threads)
     build = time.perf_counter() - start
     rng = np.random.RandomState(0)
     image = rng.rand(height, width, 6).astype(np.float32)

@@ -204,8 +204,9 @@ def test_disk_full_while_writing_a_pair_leaves_none_of_its_files(random_checkpoi
     monkeypatch.setattr(correspond, "write_flo", full)
     out = str(tmp_path / "out")
     with pytest.raises(UserError, match=r"cannot write .*f0__f2\.flo: No space left on device"):
-        correspond.correspond_pairs([("f0__f2", paths[0], paths[1])], out, random_checkpoint,
-                                    stride=8, progress=False)
+        correspond.correspond_pairs([("f0__f2", paths[0], paths[1])], out,
+                                    lambda: Matcher(random_checkpoint), stride=8,
+                                    progress=False)
     assert not os.path.exists(out) or os.listdir(out) == []  # not .npz and .txt alone
 
 
@@ -214,23 +215,27 @@ def test_outputs_that_cannot_be_written_are_found_before_the_work(random_checkpo
     import errno
 
     from vidcorr.evaluation.evaluate import run_evaluation
+    from vidcorr.evaluation.plan import EvaluationPlan
     from vidcorr.io import files
 
     (tmp_path / "report.md").mkdir()
     with pytest.raises(UserError, match="report.md: it is a folder"):
-        run_evaluation(checkpoints=[random_checkpoint], out=str(tmp_path / "report"))
+        run_evaluation(EvaluationPlan(checkpoints=[random_checkpoint]),
+                       out=str(tmp_path / "report"))
     with pytest.raises(UserError, match="config file not found"):
-        run_evaluation(checkpoints=[random_checkpoint], out=str(tmp_path / "r2"),
-                       data_config=str(tmp_path / "missing.json"))
+        run_evaluation(EvaluationPlan(checkpoints=[random_checkpoint],
+                                      data_config=str(tmp_path / "missing.json")),
+                       out=str(tmp_path / "r2"))
 
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, os.strerror(errno.EROFS))
     monkeypatch.setattr(files.tempfile, "mkstemp", read_only)
     with pytest.raises(UserError, match="cannot be written: Read-only file system"):
-        run_evaluation(checkpoints=[random_checkpoint], out=str(tmp_path / "r3"))
+        run_evaluation(EvaluationPlan(checkpoints=[random_checkpoint]), out=str(tmp_path / "r3"))
     from vidcorr.apps.correspond import correspond_pairs
     with pytest.raises(UserError, match="cannot be written: Read-only file system"):
-        correspond_pairs([("a__b", "a.png", "b.png")], str(tmp_path / "o"), random_checkpoint)
+        correspond_pairs([("a__b", "a.png", "b.png")], str(tmp_path / "o"),
+                         lambda: Matcher(random_checkpoint))
 
 
 def test_a_full_disk_while_training_is_one_line(tmp_path, monkeypatch):

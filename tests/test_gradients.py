@@ -5,7 +5,7 @@ import pytest
 
 from vidcorr.compat import tf
 from vidcorr.errors import UserError
-from vidcorr.readout.sensitivity.gradients import SensitivityGraph
+from vidcorr.readout.sensitivity.gradients import GradientSettings, SensitivityGraph
 from vidcorr.readout.pyramid import grid_points
 from vidcorr.readout.sensitivity.memory import chunk_for_budget, pixel_extent
 from vidcorr.readout.inference import checkpoint_values, fold_batch_norm, spec_from_checkpoint
@@ -96,8 +96,8 @@ def test_batched_reduced_equals_per_pixel_reference(request, norm, size, backwar
     H, W = image.shape[:2]  # noqa: N806
     values = checkpoint_values(prefix)
     spec = spec_from_checkpoint(prefix, values)
-    graph = SensitivityGraph(spec, H, W, fold_batch_norm(values), chunk=4, norm=norm, radius=3,
-                             backward=backward, full_maps=size in ("kernel", "wide"))
+    graph = SensitivityGraph(spec, H, W, fold_batch_norm(values), GradientSettings(
+        chunk=4, norm=norm, radius=3, backward=backward, full_maps=size in ("kernel", "wide")))
     assert graph.backward == ("pfor" if backward == "pfor" else "transpose")
     # Windowed up to the input only where the image is wider than the receptive field.
     if size == "wide":  # the memory model's estimate of the window holds
@@ -138,7 +138,7 @@ def test_folded_network_agrees_with_unfolded(setup):
     np.testing.assert_allclose(prediction, unfolded_prediction, atol=1e-4)
     values = checkpoint_values(prefix)
     graph = SensitivityGraph(spec_from_checkpoint(prefix, values), H, W,
-                             fold_batch_norm(values), chunk=4)
+                             fold_batch_norm(values), GradientSettings(chunk=4))
     graph.set_images(image[..., :3], image[..., 3:])
     res = graph.run(points)
     graph.close()
@@ -187,7 +187,7 @@ def test_graph_is_finalised_and_full_maps(setup):
     prefix, image, points, grads, _ = setup
     values = checkpoint_values(prefix)
     graph = SensitivityGraph(spec_from_checkpoint(prefix, values), H, W,
-                             fold_batch_norm(values), chunk=3, full_maps=True)
+                             fold_batch_norm(values), GradientSettings(chunk=3, full_maps=True))
     graph.set_images(image[..., :3], image[..., 3:])
     before = len(graph.graph.get_operations())
     maps = graph.run(points[:4])["maps"]
@@ -214,7 +214,7 @@ def test_bad_weights_and_grid(setup, random_checkpoint):
     with pytest.raises(UserError, match="another model width"):
         SensitivityGraph(NetworkSpec(width=0.25), H, W, values)
     with pytest.raises(UserError, match="backward must be one of"):
-        SensitivityGraph(NetworkSpec(width=0.125), H, W, values, backward="loop")
+        GradientSettings(backward="loop")
     with pytest.raises(UserError, match="stride"):
         grid_points(H, W, 0)
     assert grid_points(5, 7, 2).tolist()[:4] == [[0, 0], [2, 0], [4, 0], [6, 0]]

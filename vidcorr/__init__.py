@@ -28,6 +28,7 @@ _PUBLIC = {
     "to_rgb_float": "vidcorr.io.video",
     "match_picture": "vidcorr.io.visualize",
     "run_evaluation": "vidcorr.evaluation.evaluate",
+    "EvaluationPlan": "vidcorr.evaluation.plan",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]

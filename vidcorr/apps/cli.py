@@ -19,7 +19,7 @@ from vidcorr.errors import UserError, run_cli
 from vidcorr.evaluation.peers import PEERS
 from vidcorr.readout.options import (DEFAULT_MEMORY_MB, DEFAULT_READOUT, DEFAULT_REFINE,
                                      REFINE_METHODS, MatchOptions)
-from vidcorr.readout.pyramid import UPSAMPLES
+from vidcorr.readout.pyramid import DEFAULT_STRIDE, UPSAMPLES
 from vidcorr.quiet import quiet_stderr
 
 __all__ = ["train_main", "correspond_main", "evaluate_main", "export_main"]
@@ -131,7 +131,8 @@ def correspond_main(argv=None):
     _pair_arguments(parser)
     parser.add_argument("--checkpoint", help="run directory or checkpoint prefix "
                                              "(default: the packaged model)")
-    parser.add_argument("--stride", type=int, default=4, help="grid stride in pixels")
+    parser.add_argument("--stride", type=int, default=DEFAULT_STRIDE,
+                        help="grid stride in pixels")
     parser.add_argument("--max-size", type=int, help="downscale pairs whose longer side exceeds "
                                                      "this; matches are mapped back")
     parser.add_argument("--levels", type=int,
@@ -191,17 +192,20 @@ def match_options(parser, args, names):
 
 
 def _correspond(args, options):
-    from vidcorr.apps.correspond import correspond_pairs, list_pairs, parse_shard
+    from vidcorr.apps.correspond import correspond_pairs, list_pairs, parse_shard, shard_pairs
+
+    def matcher():
+        from vidcorr.readout.matching import Matcher
+        return Matcher(args.checkpoint, options, devices=args.devices)
 
     def work():
-        shard = parse_shard(args.shard) if args.shard else None
         pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
                            args.start, args.count)
-        return correspond_pairs(pairs, args.out, checkpoint=args.checkpoint, options=options,
-                                stride=args.stride, consistency=args.consistency,
-                                progress=not args.no_progress, shard=shard,
-                                devices=args.devices, overwrite=args.overwrite,
-                                log=lambda m: print(m, file=sys.stderr))
+        if args.shard:
+            pairs = shard_pairs(pairs, parse_shard(args.shard))
+        return correspond_pairs(pairs, args.out, matcher, stride=args.stride,
+                                consistency=args.consistency, progress=not args.no_progress,
+                                overwrite=args.overwrite, log=lambda m: print(m, file=sys.stderr))
 
     code, results = run_cli(work, interrupted="interrupted: the pairs written so far are "
                                               "complete; rerun to do the rest")
@@ -252,7 +256,7 @@ def evaluate_main(argv=None):
     parser.add_argument("--gt-scale", type=float, help="disparity divisor (PNG default 256)")
     parser.add_argument("--methods", default=",".join(PEERS),
                         help="peers, comma-separated (default: %(default)s)")
-    parser.add_argument("--stride", type=int, default=4, help="grid stride")
+    parser.add_argument("--stride", type=int, default=DEFAULT_STRIDE, help="grid stride")
     parser.add_argument("--levels", default="",
                         help="pyramid levels of vidcorr's coarse-to-fine read-out; a comma list "
                              "(e.g. 1,3) scores each model at each (default: the Matcher's)")
@@ -301,16 +305,16 @@ def _comma_list(parser, flag, value, convert, expected, default=None, keep=False
 
 def _evaluate(args, levels, upsamples, readouts, refines):
     from vidcorr.evaluation.evaluate import run_evaluation
+    from vidcorr.evaluation.plan import EvaluationPlan
 
-    code, text = run_cli(lambda: run_evaluation(
+    code, text = run_cli(lambda: run_evaluation(EvaluationPlan(
             checkpoints=args.checkpoint, untrained=args.untrained,
             builtin=[p for p in args.pairs.split(",") if p.strip()], gt_pairs=args.gt_pair,
             gt_kind=args.gt_kind, gt_scale=args.gt_scale,
             methods=[m for m in args.methods.split(",") if m.strip()], stride=args.stride,
             width=args.width, data_config=args.config,
-            interpolation=not args.no_interpolation, out=args.out,
-            progress=not args.no_progress, levels=levels, upsamples=upsamples,
-            readouts=readouts, refines=refines))
+            interpolation=not args.no_interpolation, levels=levels, upsamples=upsamples,
+            readouts=readouts, refines=refines), out=args.out, progress=not args.no_progress))
     if code:
         return code
     print(text)

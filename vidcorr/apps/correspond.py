@@ -26,7 +26,7 @@ from vidcorr.io.files import atomic_path, check_writable_folder
 from vidcorr.io.flowio import write_flo, write_kitti_flow
 from vidcorr.io.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
 from vidcorr.io.visualize import match_picture
-from vidcorr.readout.pyramid import grid_points, read_pair
+from vidcorr.readout.pyramid import DEFAULT_STRIDE, grid_points, read_pair
 
 __all__ = ["Pair", "Result", "list_pairs", "unique_names", "correspond_pairs", "write_outputs",
            "check_out_dir", "OUTPUT_SUFFIXES", "parse_shard", "shard_pairs", "finished"]
@@ -272,16 +272,21 @@ seconds it took, or (``valid`` None) the ``error`` that made it skip, with the p
 ``origin`` in a list file."""
 
 
-def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
-                     consistency=False, progress=True, shard=None, overwrite=False, log=None,
-                     devices=None):
+def _default_matcher():
+    from vidcorr.readout.matching import Matcher
+    return Matcher()
+
+
+def correspond_pairs(pairs, out_dir, matcher=None, stride=DEFAULT_STRIDE, consistency=False,
+                     progress=True, overwrite=False, log=None):
     """Matches every :class:`Pair` (or ``(name, frame_t, frame_t2)``) and writes its files.
 
-    ``options`` (a :class:`vidcorr.readout.options.MatchOptions`) say how each pair is
-    read out, its time limit included (checked before the pair's work starts). With
-    ``shard=(K, N)`` only that shard's pairs are matched (:func:`shard_pairs`); pairs
-    whose outputs all exist are skipped unless ``overwrite``. ``devices`` spreads each
-    read-out over devices (see the :class:`vidcorr.readout.matching.Matcher`).
+    ``matcher`` is a :class:`vidcorr.readout.matching.Matcher` (the caller closes it), or a
+    function returning one, called once the first pair's images are read (so bad images
+    are found before TensorFlow loads; closed here), or None: the default model with the
+    default options. Its options say how each pair is read out, its time limit included
+    (checked before the pair's work starts). Pairs whose outputs all exist are skipped
+    unless ``overwrite``; to match one shard of the pairs, pass :func:`shard_pairs`'s.
 
     A pair that cannot be matched (missing or unreadable images, sizes that
     differ, over the time limit) is skipped with its reason and the others go on;
@@ -297,8 +302,6 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
     """
     grid_points(1, 1, stride)  # a bad stride fails before any work
     pairs = [p if isinstance(p, Pair) else Pair(*p) for p in pairs]
-    if shard is not None:
-        pairs = shard_pairs(pairs, shard)
     if not overwrite and os.path.isdir(out_dir):
         todo = [p for p in pairs if not finished(out_dir, p.name)]
         if len(todo) < len(pairs) and log is not None:
@@ -308,7 +311,10 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
     if not pairs:
         return []
     created = check_out_dir(out_dir, [p.name for p in pairs])  # removed again if left empty
-    matcher, done = None, []
+    done = []
+    build = None if hasattr(matcher, "match") else (matcher or _default_matcher)
+    if build is not None:  # built once the first pair is read, and closed here
+        matcher = None
 
     def skip(pair, start, err):
         done.append(Result(pair.name, None, time.time() - start, str(err), pair.origin))
@@ -325,8 +331,7 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
                 skip(pair, start, err)
                 continue
             if matcher is None:  # TensorFlow and the checkpoint, once a pair is ready
-                from vidcorr.readout.matching import Matcher
-                matcher = Matcher(checkpoint, options, devices=devices)
+                matcher = build()
                 start = time.time()
             try:
                 matches = matcher.match(a, b, stride=stride, consistency=consistency,
@@ -338,7 +343,7 @@ def correspond_pairs(pairs, out_dir, checkpoint=None, options=None, stride=4,
             done.append(Result(pair.name, int(matches.valid.sum()), time.time() - start, None,
                                pair.origin))
     finally:
-        if matcher is not None:
+        if build is not None and matcher is not None:
             matcher.close()
         if created and os.path.isdir(out_dir) and not os.listdir(out_dir):
             os.rmdir(out_dir)

@@ -23,7 +23,7 @@ from vidcorr.evaluation import peers
 from vidcorr.errors import UserError
 from vidcorr.io import rundir
 from vidcorr.io.files import atomic_path, atomic_write, check_writable_folder
-from vidcorr.readout.pyramid import grid_points
+from vidcorr.readout.pyramid import DEFAULT_STRIDE, grid_points
 from vidcorr.evaluation.groundtruth import EVAL_WIDTH, builtin_pair, load_pair
 from vidcorr.model.losses import psnr_numpy
 from vidcorr.evaluation.metrics import COVERAGE_FRACTIONS, COVERAGE_THRESHOLDS, THRESHOLDS, \
@@ -45,8 +45,8 @@ def _vidcorr_matches(matcher, pair, stride, progress=False):
     return matches.p1[keep], matches.p3[keep], matches.confidence[keep]
 
 
-def evaluate_matching(pairs, models, methods=peers.PEERS, stride=4, width=EVAL_WIDTH, log=print,
-                      progress=False):
+def evaluate_matching(pairs, models, methods=peers.PEERS, stride=DEFAULT_STRIDE,
+                      width=EVAL_WIDTH, log=print, progress=False):
     """Scores vidcorr models and peers on evaluation pairs.
 
     Args:
@@ -242,120 +242,31 @@ def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, 
     return text
 
 
-def _models(checkpoints, untrained, log, levels=(None,), upsamples=(1,), readouts=(None,),
-            options=None, refines=(None,)):
-    """``{label: Matcher}``, ``{label: Matcher}`` of one per trained checkpoint (for its
-    middle frames) and the first trained checkpoint prefix (or None).
-
-    With several ``levels`` (or ``upsamples``, ``readouts``, ``refines``) each model is
-    scored once per pyramid depth (finer read-out, read-out, refinement): the label ends
-    in ``L<levels>`` (``x<upsample>``, the read-out's name, ``refine <method>``); None is
-    the Matcher's default.
-    """
-    import tempfile
-    from vidcorr.readout.inference import save_initial_model
-    from vidcorr.readout.matching import DEFAULT_MODEL, Matcher
-    from vidcorr.model.spec import ALL_SKIPS, NetworkSpec
-
-    def variants(path, label):
-        out = {}
-        for r in readouts:
-            for n in levels:
-                for u in upsamples:
-                    for f in refines:
-                        kwargs = dict(upsample=u)
-                        for key, value in (("levels", n), ("readout", r), ("refine", f)):
-                            if value is not None:
-                                kwargs[key] = value
-                        out[label + (" " + r if len(readouts) > 1 else "") +
-                            (" L%d" % n if len(levels) > 1 else "") +
-                            (" x%d" % u if len(upsamples) > 1 else "") +
-                            (" refine %s" % f if len(refines) > 1 else "")] = Matcher(
-                                path, options, **kwargs)
-        return out
-
-    models, predictors, first = {}, {}, None
-    if not checkpoints and not untrained:
-        checkpoints = ["default=" + DEFAULT_MODEL] if os.path.isdir(DEFAULT_MODEL) else []
-        if not checkpoints:
-            raise UserError("no --checkpoint given and no default model is installed")
-    for item in checkpoints:
-        label, sep, path = item.partition("=")
-        if not sep:
-            label, path = os.path.basename(os.path.normpath(item)) or item, item
-        found = variants(path, "vidcorr " + label)
-        models.update(found)
-        predictors["vidcorr " + label] = next(iter(found.values()))
-        first = first or predictors["vidcorr " + label].checkpoint
-    for width in untrained:
-        folder = tempfile.mkdtemp(prefix="vidcorr-untrained-")
-        prefix = save_initial_model(os.path.join(folder, "model.ckpt-0"),
-                                    NetworkSpec(width=width, skips=ALL_SKIPS))
-        models.update(variants(prefix, "vidcorr untrained w%g" % width))
-        log("untrained network of width %g in %s" % (width, folder))
-    return models, predictors, first
-
-
-def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"), gt_pairs=(),
-                   gt_kind=None, gt_scale=None, methods=peers.PEERS, stride=4, width=EVAL_WIDTH,
-                   data_config=None, interpolation=True, out="evaluation/eval", log=print,
-                   progress=True, levels=(None,), upsamples=(1,), readouts=(None,),
-                   options=None, refines=(None,)):
+def run_evaluation(plan, out="evaluation/eval", log=print, progress=True):
     """The whole evaluation behind ``scripts/evaluate.py``; returns the markdown text.
 
     Args:
-      checkpoints: run directories or prefixes, each optionally ``LABEL=PATH``
-        (none and no ``untrained``: the packaged default model).
-      untrained: widths of untrained networks to score as well.
-      builtin: names of built-in pairs.
-      gt_pairs: ``(image1, image2, ground_truth)`` file triples.
-      gt_kind: ``flow``/``disparity`` for ``gt_pairs`` (None: by file).
-      gt_scale: disparity divisor.
-      methods: peers to compare.
-      stride: grid stride.
-      width: the size protocol's width (0: full size).
-      data_config: config file whose validation triplets score the middle
-        frame (default: the first checkpoint's ``config.json``).
-      interpolation: score the middle frame too.
+      plan: an :class:`vidcorr.evaluation.plan.EvaluationPlan`: what to score.
       out: output prefix for ``.md``, ``.json`` and ``.png``.
       log: print-like.
       progress: show a progress bar while vidcorr matches.
-      levels: pyramid depths to score each model at (None: the Matcher's
-        default); several give one row per depth.
-      upsamples: the Matcher's finer read-outs to score each model with
-        (1: none); several give one row each.
-      readouts: the Matcher's read-outs (``sensitivity``, ``kernel``; None: its
-        default); several give one row each.
-      options: the :class:`vidcorr.readout.options.MatchOptions` every model's
-        Matcher starts from (``levels``, ``upsamples``, ``readouts`` and ``refines``
-        vary it).
-      refines: the Matcher's refinements (``variational``, ``none``; None: its
-        default); several give one row each.
 
     Raises:
       UserError: for bad pairs, checkpoints, methods or configs.
     """
     from vidcorr.model.config import load_config
     from vidcorr.training.data import TripletData
-    if stride < 1:
-        raise UserError("stride must be >= 1, got %d" % stride)
-    if width < 0:
-        raise UserError("width must be 0 (full size) or positive, got %d" % width)
-    for w in untrained:
-        if not (isinstance(w, (int, float)) and w > 0):
-            raise UserError("an untrained network's width must be positive, got %r" % (w,))
+    p = plan
     check_report_paths(out)  # before the work: a report that cannot be written loses it
-    config = load_config(data_config) if interpolation and data_config else None
-    pairs = [builtin_pair(name.strip()) for name in builtin]
-    pairs += [load_pair(a, b, gt, gt_kind, gt_scale) for a, b, gt in gt_pairs]
+    config = load_config(p.data_config) if p.interpolation and p.data_config else None
+    pairs = [builtin_pair(name.strip()) for name in p.builtin]
+    pairs += [load_pair(a, b, gt, p.gt_kind, p.gt_scale) for a, b, gt in p.gt_pairs]
     if not pairs:
         raise UserError("nothing to evaluate: give --pairs or --gt-pair")
-    models, predictors, first = _models(list(checkpoints), list(untrained), log, tuple(levels),
-                                        tuple(upsamples), tuple(readouts), options,
-                                        tuple(refines))
+    models, predictors, first = p.models(log)
     try:
         held_out = None  # [N, H, W, 6], [N, H, W, 3]: the middle frames' inputs and targets
-        if interpolation:
+        if p.interpolation:
             if config is None and first:
                 config = rundir.read_config(first)
             if config is None:
@@ -363,13 +274,14 @@ def run_evaluation(checkpoints=(), untrained=(), builtin=("motorcycle", "grove3"
                     "config.json)")
             else:  # read before the matching: a video that is missing fails before the work
                 held_out = TripletData(config.data, log=log).validation_set()
-        rows, skipped = evaluate_matching(pairs, models, methods, stride, width, log, progress)
+        rows, skipped = evaluate_matching(pairs, models, p.methods, p.stride, p.width, log,
+                                          progress)
         # one predictor per model: the middle frame has no levels
         interp = None if held_out is None else interpolation_quality(predictors, *held_out,
                                                                      log=log)
-        meta = {"stride": stride, "width": width, "levels": list(levels),
-                "upsamples": list(upsamples), "readouts": list(readouts),
-                "refines": list(refines),
+        meta = {"stride": p.stride, "width": p.width, "levels": list(p.levels),
+                "upsamples": list(p.upsamples), "readouts": list(p.readouts),
+                "refines": list(p.refines),
                 "models": {k: m.checkpoint for k, m in models.items()}}
     finally:
         for matcher in models.values():

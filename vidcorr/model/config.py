@@ -14,7 +14,7 @@ import os
 from typing import Tuple
 
 from vidcorr.errors import UserError
-from vidcorr.model.spec import LOSSES, NUM_BITS_RANGE, NetworkSpec
+from vidcorr.model.spec import DEFAULT_NUM_BITS, LOSSES, NUM_BITS_RANGE, NetworkSpec
 
 __all__ = ["ModelConfig", "DataConfig", "TrainConfig", "Config", "load_config",
            "config_from_dict", "KERNEL_TERMS"]
@@ -28,7 +28,7 @@ class ModelConfig(NetworkSpec):
     """The network (:class:`vidcorr.model.spec.NetworkSpec`, the one record of its
     hyper-parameters and checks) and its quantisation switch."""
     quantize: bool = False
-    num_bits: int = 8
+    num_bits: int = DEFAULT_NUM_BITS
 
     def validate(self):
         for key, message in self.problems():

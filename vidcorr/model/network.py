@@ -36,13 +36,15 @@ sensitivity peaks stay at the pixel itself. The adaptive-kernel head
 has to weight the displaced ones, which is what the read-out looks for.
 """
 
+import collections
+
 from vidcorr.model import kernels
 from vidcorr.model import layers
 from vidcorr.model.batchnorm import batch_norm
 from vidcorr.compat import tf
 from vidcorr.model.quantize import quantize_transform
-from vidcorr.model.spec import CONVS_PER_ENCODER_BLOCK, MODEL_SCOPE, MULTIPLE, NetworkSpec, \
-    layer_plan, plan_flops
+from vidcorr.model.spec import CONVS_PER_ENCODER_BLOCK, DEFAULT_NUM_BITS, MODEL_SCOPE, MULTIPLE, \
+    NetworkSpec, layer_plan, plan_flops
 
 __all__ = ["BN_EPSILON", "mind", "padding_for", "pad_to_multiple",
            "forward_flops"]
@@ -102,25 +104,32 @@ def pad_to_multiple(x, multiple=MULTIPLE):
     return x, (top, left, height, width)
 
 
-def _conv_unit(name, x, filters, is_training, spec, transform, transpose=False, folded=False,
-               update_moving=True):
+# How every unit of one network is built: its batch-norm mode, spec, variable transform,
+# folded (inference) form, and whether training updates the moving statistics.
+_Build = collections.namedtuple("_Build", ["is_training", "spec", "transform", "folded",
+                                           "update_moving"])
+
+
+def _conv_unit(name, x, filters, build, transpose=False):
     """conv (or 4x4 stride-2 transposed conv) -> batch norm -> activation.
 
-    With ``folded`` the batch norm is replaced by the convolution's ``biases``
+    With ``build.folded`` the batch norm is replaced by the convolution's ``biases``
     (inference graphs whose weights come from :func:`vidcorr.readout.inference.fold_batch_norm`).
     """
+    folded, transform, spec = build.folded, build.transform, build.spec
     if transpose:
         h = layers.conv2d_transpose(name, x, filters, 4, 2, use_bias=folded, transform=transform)
     else:
         h = layers.conv2d(name, x, filters, 3, 1, use_bias=folded, transform=transform)
     if not folded:
-        h = batch_norm(name + "/bn", h, is_training, decay=spec.bn_decay, epsilon=BN_EPSILON,
-                       transform=transform, update_moving=update_moving)
+        h = batch_norm(name + "/bn", h, build.is_training, decay=spec.bn_decay,
+                       epsilon=BN_EPSILON, transform=transform,
+                       update_moving=build.update_moving)
     return layers.activation(h, spec.activation, spec.leaky_alpha)
 
 
-def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, transform=None,
-         name=MODEL_SCOPE, folded=False, endpoints=None, update_moving=True):
+def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=DEFAULT_NUM_BITS,
+         name=MODEL_SCOPE, folded=False, endpoints=None):
     """Builds the MIND interpolation network.
 
     Args:
@@ -130,7 +139,6 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
         batch-norm parameters (see :mod:`vidcorr.model.quantize`).
       spec: a :class:`NetworkSpec` (width, activation, output kernel, BN decay).
       num_bits: quantisation bit width.
-      transform: an extra variable transform applied before quantisation.
       name: the outer variable scope.
       folded: build the inference form with batch norm folded into the
         convolutions (``weights`` and ``biases`` per layer, no ``bn`` scopes;
@@ -139,8 +147,6 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
         convolution), ``logits`` (kernel head only) and ``padded`` (the padded
         input frames), all at the padded size, and ``crop``, the ``(top, left,
         height, width)`` window of the original size in them.
-      update_moving: whether training updates batch norm's moving statistics
-        (False for every tower of a multi-device step but the first).
 
     Returns:
       The predicted middle frame, ``[B, H, W, 3]``.
@@ -154,7 +160,12 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
         raise ValueError("frames must have 6 channels (frame t and frame t+2 as RGB), got %d"
                          % dims[3])
     plan = layer_plan(spec)  # validates the spec; sizes do not matter here
-    transform = layers.compose_transforms(transform, quantize_transform(quantize, num_bits))
+    # Training updates batch norm's moving statistics from the first network built on the
+    # variables only: a copy built with ``reuse=True`` (the towers of a multi-device step
+    # but the first) normalises with its own batch's statistics and updates nothing, as in
+    # tensorpack's BatchNorm.
+    build = _Build(is_training, spec, quantize_transform(quantize, num_bits), folded,
+                   tf.get_variable_scope().reuse is not True)
     with tf.variable_scope(name):
         padded, (top, left, height, width) = pad_to_multiple(frames - 0.5)  # [B, H', W', 6]
         h = padded
@@ -168,9 +179,8 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
                 continue
             if layer.skip is not None:
                 h = tf.concat([h, features[layer.skip]], axis=3)  # [B, h, w, C + C_skip]
-            h = _conv_unit(layer.name, h, layer.cout, is_training, spec, transform,
-                           transpose=layer.kind == "up", folded=folded,
-                           update_moving=update_moving)  # [B, h, w, C]
+            h = _conv_unit(layer.name, h, layer.cout, build,
+                           transpose=layer.kind == "up")  # [B, h, w, C]
             if layer.name == "enc1/conv%d" % CONVS_PER_ENCODER_BLOCK:
                 features[0] = h  # [B, H', W', C]
         output = plan[-1]
@@ -180,7 +190,7 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
         if spec.kernel_size:
             k = spec.kernel_size
             logits = layers.conv2d(output.name, h, output.cout, 1, use_bias=True,
-                                   transform=transform, initializer=OUTPUT_INIT,
+                                   transform=build.transform, initializer=OUTPUT_INIT,
                                    bias_initializer=tf.constant_initializer(
                                        kernels.logit_bias(k)))  # [B, H', W', 2K^2]
             if endpoints is not None:
@@ -188,7 +198,7 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=8, tr
             out = kernels.apply_kernels(images, logits, k)  # [B, H', W', 3]
             return out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
         out = layers.conv2d(output.name, h, 3, output.kernel, use_bias=True,
-                            transform=transform, initializer=OUTPUT_INIT)  # [B, H', W', 3]
+                            transform=build.transform, initializer=OUTPUT_INIT)  # [B, H', W', 3]
         out = out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
         if spec.residual == "average":
             out += 0.5 * (frames[..., :3] + frames[..., 3:])  # [B, H, W, 3]

@@ -17,7 +17,7 @@ channel) and batch-norm parameters (one range per tensor) through
 """
 
 from vidcorr.compat import smart_cond, static_bool, tf
-from vidcorr.model.spec import NUM_BITS_RANGE
+from vidcorr.model.spec import DEFAULT_NUM_BITS, NUM_BITS_RANGE
 
 __all__ = ["QUANTIZED_NAMES", "check_num_bits", "fake_quant", "quantize_transform"]
 
@@ -34,7 +34,7 @@ def check_num_bits(num_bits):
     return num_bits
 
 
-def fake_quant(value, num_bits=8, channel_axis=None, narrow_range=False):
+def fake_quant(value, num_bits=DEFAULT_NUM_BITS, channel_axis=None, narrow_range=False):
     """Fake-quantises ``value`` on its own range, with a straight-through gradient.
 
     Args:
@@ -83,7 +83,7 @@ def fake_quant(value, num_bits=8, channel_axis=None, narrow_range=False):
         return value + tf.stop_gradient(q - value)
 
 
-def quantize_transform(quantize, num_bits=8, names=QUANTIZED_NAMES, narrow_range=False):
+def quantize_transform(quantize, num_bits=DEFAULT_NUM_BITS, names=QUANTIZED_NAMES, narrow_range=False):
     """A variable transform that fake-quantises parameters when ``quantize`` is on.
 
     Args:

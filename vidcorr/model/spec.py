@@ -22,7 +22,7 @@ from typing import Tuple
 
 __all__ = ["MODEL_SCOPE", "ENCODER_CHANNELS", "DECODER_CHANNELS", "CONVS_PER_ENCODER_BLOCK",
            "CONVS_PER_DECODER_BLOCK", "PAPER_SKIPS", "ALL_SKIPS", "RESIDUALS", "ACTIVATIONS", "MULTIPLE",
-           "MAX_KERNEL_SIZE", "NUM_BITS_RANGE", "LOSSES", "NetworkSpec", "Layer", "channel_plan",
+           "MAX_KERNEL_SIZE", "NUM_BITS_RANGE", "DEFAULT_NUM_BITS", "LOSSES", "NetworkSpec", "Layer", "channel_plan",
            "layer_plan", "width_for_channels", "spec_from_shapes",
            "padded_size", "plan_flops", "receptive_radius", "CHANNEL_AXIS"]
 
@@ -38,6 +38,7 @@ ACTIVATIONS = ("relu", "leaky_relu")
 MULTIPLE = 32  # 2 ** number of pooling stages
 MAX_KERNEL_SIZE = 15
 NUM_BITS_RANGE = (2, 16)  # fake-quantisation bit widths TensorFlow's ops accept
+DEFAULT_NUM_BITS = 8  # the quantised model's bit width
 LOSSES = ("l1", "l2", "charbonnier")  # reconstruction losses (vidcorr.model.losses)
 INPUT_CHANNELS = 6
 CHANNEL_AXIS = {"conv": 3, "up": 2, "output": 3}  # output channels in a layer's weights

@@ -26,7 +26,8 @@ from vidcorr.io.rundir import (checkpoint_values,  # noqa: F401  (re-exported: t
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.model.network import BN_EPSILON, mind
-from vidcorr.model.spec import ALL_SKIPS, CHANNEL_AXIS, MODEL_SCOPE, NetworkSpec, layer_plan
+from vidcorr.model.spec import ALL_SKIPS, CHANNEL_AXIS, DEFAULT_NUM_BITS, MODEL_SCOPE, NetworkSpec, \
+    layer_plan
 
 __all__ = ["checkpoint_values", "fold_batch_norm", "spec_from_checkpoint", "MODEL_SCOPE",
            "fake_quant_numpy", "quantize_values", "find_model",
@@ -78,7 +79,7 @@ def fold_batch_norm(values, epsilon=BN_EPSILON):
     return folded
 
 
-def fake_quant_numpy(value, num_bits=8, channel_axis=None, narrow_range=False):
+def fake_quant_numpy(value, num_bits=DEFAULT_NUM_BITS, channel_axis=None, narrow_range=False):
     """Numpy twin of :func:`vidcorr.model.quantize.fake_quant` (TensorFlow's nudged fake quantisation).
 
     The range is the tensor's (or each channel's) min and max widened to
@@ -107,7 +108,7 @@ def fake_quant_numpy(value, num_bits=8, channel_axis=None, narrow_range=False):
     return np.moveaxis(q, -1, channel_axis) if channel_axis is not None and x.ndim >= 2 else q
 
 
-def quantize_values(values, num_bits=8):
+def quantize_values(values, num_bits=DEFAULT_NUM_BITS):
     """Fake-quantises checkpoint values as the quantized graph sees them (before folding)."""
     out = {}
     for name, value in values.items():

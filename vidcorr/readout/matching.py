@@ -34,7 +34,7 @@ from vidcorr.readout import registry
 from vidcorr.readout.budget import check_budget
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.readout.options import MIN_SIZE, MatchOptions
-from vidcorr.readout.pyramid import DEFAULT_LEVELS, grid_points, read_pair
+from vidcorr.readout.pyramid import DEFAULT_LEVELS, DEFAULT_STRIDE, grid_points, read_pair
 
 __all__ = ["Matches", "Matcher", "MIN_SIZE", "DEFAULT_LEVELS", "DEFAULT_MODEL"]
 
@@ -169,7 +169,7 @@ class Matcher(object):
             a, b = resize_float(a, nh, nw), resize_float(b, nh, nw)
         return a, b, (h, w)
 
-    def match(self, frame_t, frame_t2, stride=4, offset=0, consistency=False, tolerance=2.0,
+    def match(self, frame_t, frame_t2, stride=DEFAULT_STRIDE, offset=0, consistency=False, tolerance=2.0,
               progress=False):
         """Matches between frame t and frame t+2 on a grid of the middle frame.
 

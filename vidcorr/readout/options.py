@@ -30,7 +30,7 @@ from vidcorr.readout.pyramid import MIN_SIZE, UPSAMPLES
 
 __all__ = ["MatchOptions", "READOUTS", "DEFAULT_READOUT", "STATISTICS", "DEFAULT_STATISTIC",
            "NORMS", "SUBPIXEL_METHODS", "REFINE_METHODS", "DEFAULT_REFINE", "MIN_SIZE",
-           "DEFAULT_MEMORY_MB", "DEFAULT_SMOOTH",
+           "DEFAULT_MEMORY_MB", "DEFAULT_RADIUS", "DEFAULT_SMOOTH",
            "DEFAULT_PASSES", "DEFAULT_TEMPERATURE", "DEFAULT_SIGMA"]
 
 READOUTS = registry.names()  # the built-in ones; registry.names() has any added since
@@ -42,6 +42,7 @@ SUBPIXEL_METHODS = ("centroid", "quadratic")  # the sensitivity peak's sub-pixel
 REFINE_METHODS = ("variational", "none")  # the refinement on the frames (readout/refinement.py)
 DEFAULT_REFINE = "variational"
 DEFAULT_MEMORY_MB = 1024  # one batched backward pass's budget
+DEFAULT_RADIUS = 4  # the sensitivity's second peak is searched this far from the first
 # The kernel read-out's defaults, chosen on the evaluation pairs (docs/readouts.md).
 DEFAULT_TEMPERATURE = 2.0  # the softmax's temperature: flatter weights, a less biased centroid
 DEFAULT_SMOOTH = 0  # a median over the coarse levels' dense fields (0: none; slow when large)
@@ -114,7 +115,7 @@ class MatchOptions:
     chunk: Optional[int] = None
     max_pixels_per_run: Optional[int] = None
     norm: str = "l2"
-    radius: int = 4
+    radius: int = DEFAULT_RADIUS
     subpixel: str = "centroid"
     statistic: str = DEFAULT_STATISTIC
     temperature: float = DEFAULT_TEMPERATURE

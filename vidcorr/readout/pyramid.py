@@ -46,7 +46,7 @@ from vidcorr.io.video import resize_float, to_rgb_float
 __all__ = ["MIN_SIZE", "Level", "read_pair", "read_out_plan", "grid_points", "MAX_COARSE_STRIDE",
            "build_pyramid", "densify", "warp", "sample_field", "upsample_field",
            "upsample_exact", "upsampled_size", "levels_that_fit", "levels_for_size",
-           "pyramid_levels", "DEFAULT_LEVELS", "COARSEST_SIDE", "UPSAMPLES"]
+           "pyramid_levels", "DEFAULT_LEVELS", "DEFAULT_STRIDE", "COARSEST_SIDE", "UPSAMPLES"]
 
 DEFAULT_LEVELS = 3  # motion up to about 4 times the kernel's reach (docs/matching.md)
 COARSEST_SIDE = 96  # by default, levels are added until the coarsest's longer side is <= this
@@ -54,6 +54,7 @@ UPSAMPLES = (1, 2, 4)  # the read-out's optional finer level (1: none)
 MIN_CONFIDENCE_WEIGHT = 1e-3  # so a grid of zero confidences still gives a field
 MIN_SIZE = 32  # the smallest image side the network takes
 MAX_COARSE_STRIDE = 8  # coarse levels read out at least this densely (their fields need it)
+DEFAULT_STRIDE = 4  # the grid of middle-frame points matched, unless the caller says
 
 Level = collections.namedtuple("Level", ["index", "height", "width", "step", "points", "scale"])
 Level.__doc__ = """One level of a read-out: ``index`` in the pyramid (0 the finest; the finer

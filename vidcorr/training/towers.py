@@ -108,9 +108,11 @@ def build_towers(config, optimizer, inputs, targets, is_training, quantize, glob
         scope = contextlib.ExitStack() if device is None else tf.name_scope("tower%d" % i)
         with place, scope, tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
             ends = {}
+            # the towers after the first reuse the variables: their batch norms update
+            # no moving statistics (see vidcorr.model.network.mind)
             pred = mind(shares_in[i], is_training, quantize, config.model.network_spec(),
-                        config.model.num_bits, name=MODEL_SCOPE, endpoints=ends,
-                        update_moving=i == 0)  # [B/n, h, w, 3]
+                        config.model.num_bits, name=MODEL_SCOPE,
+                        endpoints=ends)  # [B/n, h, w, 3]
             if i == 0:
                 variables = tf.global_variables(MODEL_SCOPE)  # before optimizer slots
             loss = training_loss(pred, shares_tg[i], config.train, layered=shares_ly[i],

@@ -37,6 +37,9 @@ The whole grid is one ``sess.run``: the pixel list is fed once and an in-graph
 chunk size comes from a memory budget (:func:`vidcorr.readout.sensitivity.memory.chunk_for_budget`).
 """
 
+import dataclasses
+from typing import Optional
+
 import numpy as np
 from tqdm import tqdm
 
@@ -45,13 +48,13 @@ from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.readout.inference import FoldedGraph
 from vidcorr.model.kernels import logit_cotangent
-from vidcorr.readout.options import NORMS
+from vidcorr.readout.options import DEFAULT_RADIUS, NORMS
 from vidcorr.readout.sensitivity.memory import DEFAULT_DENSITY, JOINS, Density, pixel_extent
 from vidcorr.model.network import mind, padding_for
 from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.sensitivity.windows import Window, dense, fold_window, reflect_fold, sum_cotangents
 
-__all__ = ["NORMS", "BACKWARDS", "SensitivityGraph", "pixel_vjp",
+__all__ = ["NORMS", "BACKWARDS", "GradientSettings", "SensitivityGraph", "pixel_vjp",
            "kernel_head_vjp", "direct_window", "reduce_channels"]
 
 BACKWARDS = ("auto", "transpose", "pfor")
@@ -231,6 +234,56 @@ def reduce_channels(grads, norm):
     return tf.transpose(sens, [0, 3, 1, 2])  # [K, 2, H, W]
 
 
+@dataclasses.dataclass(frozen=True)
+class GradientSettings:
+    """How :class:`SensitivityGraph` computes and reduces the sensitivity (validated here).
+
+    Attributes:
+      chunk: pixels per batched VJP (one iteration of the in-graph loop).
+      norm: per-frame channel reduction, ``'l2'``, ``'l1'`` or ``'max'``.
+      radius: the second-best peak is searched outside this radius (pixels).
+      max_pixels_per_run: at most this many pixels per ``sess.run`` (None: all).
+      backward: how the VJP is batched over pixels: ``'transpose'``
+        (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`, forward convolutions
+        over a batch of cotangents), ``'pfor'`` (``tf.gradients`` under
+        ``tf.vectorized_map``) or ``'auto'`` (transpose, pfor if the network has an op it
+        cannot transpose).
+      full_maps: also return every pixel's full ``[2, H, W]`` maps from
+        :meth:`SensitivityGraph.run` (``maps``; :meth:`vidcorr.Matcher.sensitivity_maps`
+        shows them; memory grows with the number of pixels).
+      density: where the windowed backward pass goes dense
+        (:class:`vidcorr.readout.sensitivity.memory.Density`; benchmarks vary it).
+
+    Raises:
+      UserError: for a bad ``norm``, ``backward`` or ``density``.
+    """
+    chunk: int = 16
+    norm: str = "l2"
+    radius: int = DEFAULT_RADIUS
+    max_pixels_per_run: Optional[int] = None
+    backward: str = "auto"
+    full_maps: bool = False
+    density: Density = DEFAULT_DENSITY
+
+    def __post_init__(self):
+        if self.norm not in NORMS:
+            raise UserError("norm must be one of %s, got %r" % (", ".join(NORMS), self.norm))
+        if self.backward not in BACKWARDS:
+            raise UserError("backward must be one of %s, got %r"
+                            % (", ".join(BACKWARDS), self.backward))
+        d = self.density
+        if d.join not in JOINS or not 0 <= d.fraction <= 1:
+            raise UserError("density must have a fraction in [0, 1] and a join in %s, got %r"
+                            % (", ".join(JOINS), (d,)))
+
+    @classmethod
+    def from_options(cls, options, chunk, full_maps=False):
+        """The settings a :class:`vidcorr.readout.options.MatchOptions` asks for, with
+        ``chunk`` pixels per batched VJP."""
+        return cls(int(chunk), options.norm, options.radius, options.max_pixels_per_run,
+                   full_maps=full_maps)
+
+
 class SensitivityGraph(FoldedGraph):
     """The batched, reduced sensitivity computation for one network and image size.
 
@@ -240,50 +293,29 @@ class SensitivityGraph(FoldedGraph):
       width: image width.
       weights: ``{name: array}`` of the *folded* network
         (:func:`vidcorr.readout.inference.fold_batch_norm`).
-      chunk: pixels per batched VJP (one iteration of the in-graph loop).
-      norm: per-frame channel reduction, ``'l2'``, ``'l1'`` or ``'max'``.
-      radius: the second-best peak is searched outside this radius (pixels).
+      settings: a :class:`GradientSettings` (default: its defaults); the backward pass
+        chosen for ``'auto'`` is ``self.backward``.
       device: where to place the computation (default: GPU if any, else CPU).
       threads: intra-op threads (None: TensorFlow decides).
-      max_pixels_per_run: at most this many pixels per ``sess.run`` (None: all).
-      backward: how the VJP is batched over pixels: ``'transpose'``
-        (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`, forward convolutions over a batch
-        of cotangents), ``'pfor'`` (``tf.gradients`` under
-        ``tf.vectorized_map``) or ``'auto'`` (transpose, pfor if the network
-        has an op it cannot transpose). The chosen one is ``self.backward``.
-      full_maps: also return every pixel's full ``[2, H, W]`` maps from
-        :meth:`run` (``maps``; :meth:`vidcorr.Matcher.sensitivity_maps` shows
-        them; memory grows with the number of pixels).
       devices: optional list of devices to share each ``sess.run``'s pixels
         over (e.g. :func:`vidcorr.compat.tower_devices`): one replica of the
         forward and backward pass per device, each looping over its own
         contiguous part of the pixels; results are concatenated in order.
-      density: where the windowed backward pass goes dense
-        (:class:`vidcorr.readout.sensitivity.memory.Density`; benchmarks vary it).
 
     After construction, ``window`` is the ``[h, w]`` of one pixel's window at
     the (padded) input when the pass stays windowed all the way, else None.
 
     Raises:
       UserError: if ``weights`` do not fit the network (another width or
-        architecture), or for a bad ``norm`` or ``backward``.
+        architecture).
     """
 
-    def __init__(self, spec, height, width, weights, chunk=16, norm="l2", radius=4, device=None,
-                 threads=None, max_pixels_per_run=None, backward="auto", full_maps=False,
-                 devices=None, density=DEFAULT_DENSITY):
-        if norm not in NORMS:
-            raise UserError("norm must be one of %s, got %r" % (", ".join(NORMS), norm))
-        if backward not in BACKWARDS:
-            raise UserError("backward must be one of %s, got %r"
-                            % (", ".join(BACKWARDS), backward))
-        self.chunk, self.max_pixels_per_run = int(chunk), max_pixels_per_run
-        self.norm, self.radius, self.full_maps = norm, radius, full_maps
-        self.backward = backward
-        if density.join not in JOINS or not 0 <= density.fraction <= 1:
-            raise UserError("density must have a fraction in [0, 1] and a join in %s, got %r"
-                            % (", ".join(JOINS), (density,)))
-        self.density = density
+    def __init__(self, spec, height, width, weights, settings=None, device=None, threads=None,
+                 devices=None):
+        g = settings if settings is not None else GradientSettings()
+        self.chunk, self.max_pixels_per_run = int(g.chunk), g.max_pixels_per_run
+        self.norm, self.radius, self.full_maps = g.norm, g.radius, g.full_maps
+        self.backward, self.density = g.backward, g.density
         self.window = None  # set by the build: [h, w] of one pixel's input window, if any
         self.devices = list(devices) if devices else None
         if self.devices and any("CPU" in d.upper() for d in self.devices):

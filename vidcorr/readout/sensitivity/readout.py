@@ -21,7 +21,7 @@ from vidcorr.readout.pyramid import (build_pyramid, densify, grid_points, pyrami
                                      upsample_field, warp)
 from vidcorr.readout.refinement import RefineGraph, residual_confidence
 from vidcorr.readout.registry import ReadOut
-from vidcorr.readout.sensitivity.gradients import SensitivityGraph
+from vidcorr.readout.sensitivity.gradients import GradientSettings, SensitivityGraph
 from vidcorr.readout.sensitivity.memory import (activation_bytes_per_pixel, chunk_for_budget,
                                                 fixed_bytes, pixel_extent)
 from vidcorr.readout.sensitivity.subpixel import REFINEMENTS
@@ -71,9 +71,8 @@ class SensitivityReadOut(ReadOut):
         m, o = self.matcher, self.matcher.options
         chunk = o.chunk or chunk_for_budget(m.spec, height, width, o.memory_mb)
         return m.built(self._graphs, (height, width, full_maps), lambda: SensitivityGraph(
-            m.spec, height, width, m.weights, chunk, o.norm, o.radius, m.device, m.threads,
-            o.max_pixels_per_run, devices=None if full_maps else m.devices,
-            full_maps=full_maps))
+            m.spec, height, width, m.weights, GradientSettings.from_options(o, chunk, full_maps),
+            m.device, m.threads, devices=None if full_maps else m.devices))
 
     def read_out(self, pairs, points, stride, progress=False, desc="pixels"):
         out = [self._pair(a, b, points, stride, progress, desc if n == 0 else "swapped")
