@@ -161,3 +161,22 @@ def test_sigterm_while_training_saves_and_exits_143(tmp_path):
     assert "interrupted at step" in err and "nothing was saved" not in err, err
     assert "still stopping" in err, err
     assert rundir.checkpoint_step(rundir.find_checkpoint(config.train.run_dir)) >= 1
+
+
+def test_the_layout_is_named_in_one_place(tmp_path):
+    folder = str(tmp_path)
+    assert not rundir.holds_run(folder) and not rundir.has_checkpoint(folder)
+    assert rundir.checkpoint_prefix(folder, 12) == os.path.join(folder, "model.ckpt-12")
+    assert rundir.card_path(folder) == os.path.join(folder, "card.json")
+    assert rundir.card_path(os.path.join(folder, "model.ckpt-12")) == rundir.card_path(folder)
+    (tmp_path / "events.out.tfevents.1.host").write_text("")
+    assert rundir.holds_run(folder) and not rundir.has_checkpoint(folder)
+    assert rundir.event_files(folder) == [os.path.join(folder, "events.out.tfevents.1.host")]
+    (tmp_path / "checkpoint").write_text("")
+    assert rundir.has_checkpoint(folder)
+    model = ["card.json", "config.json", "checkpoint", "model.ckpt-3.index",
+             "model.ckpt-3.data-00000-of-00001"]
+    assert all(rundir.is_model_file(n) for n in model)
+    assert not any(rundir.is_model_file(n) for n in (
+        "model.ckpt-3.meta", "events.out.tfevents.1", "model.ckpt-x.index", ".lock",
+        "notes.txt", "model.ckpt-3.index.bak"))

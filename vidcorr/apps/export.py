@@ -18,7 +18,6 @@ the card.
 import datetime
 import json
 import os
-import re
 import shutil
 
 import numpy as np
@@ -32,11 +31,8 @@ from vidcorr.readout.inference import checkpoint_values
 
 __all__ = ["export_model", "average_values", "CARD_FILE", "MAX_MODEL_MB"]
 
-CARD_FILE = "card.json"
+CARD_FILE = rundir.CARD_FILE
 MAX_MODEL_MB = 25.0
-# Everything an export writes; a folder holding anything else is not replaced.
-_EXPORT_FILE = re.compile(r"^(card\.json|config\.json|checkpoint|"
-                          r"model\.ckpt-\d+\.(index|data-\d+-of-\d+))$")
 
 
 def _check_out(out, prefix):
@@ -51,8 +47,9 @@ def _check_out(out, prefix):
     source = os.path.realpath(os.path.dirname(prefix))
     if target == source:
         raise UserError("--out %s is the run being exported; choose another folder" % out)
+    # a folder holding anything an export does not write is not replaced
     check_replaceable(out, lambda names: CARD_FILE in names and all(
-        _EXPORT_FILE.match(n) for n in names), "an earlier export")
+        rundir.is_model_file(n) for n in names), "an earlier export")
 
 
 def _save_values(values, step, prefix):
@@ -229,7 +226,7 @@ def _write_model(staging, values, step, config, out):
     """The checkpoint (no ``.meta``: the graph is rebuilt from ``config.json``) and its
     config in ``staging``."""
     try:
-        _save_values(values, step, os.path.join(staging, "model.ckpt-%d" % step))
+        _save_values(values, step, rundir.checkpoint_prefix(staging, step))
     except (tf.errors.OpError, OSError) as err:
         raise UserError("cannot write the model beside %s: %s" % (out, first_line(err)))
     for name in os.listdir(staging):
@@ -244,7 +241,7 @@ def _validation(staging, step, data_config, log):
     from vidcorr.readout.matching import Matcher
     from vidcorr.training.data import TripletData
     inputs, targets = TripletData(data_config, log=log).validation_set()
-    matcher = Matcher(os.path.join(staging, "model.ckpt-%d" % step))
+    matcher = Matcher(rundir.checkpoint_prefix(staging, step))
     rows = interpolation_quality({"model": matcher}, inputs, targets, log)
     matcher.close()
     validation = {r["method"]: {"psnr": round(r["psnr"], 3),

@@ -190,7 +190,7 @@ def export_serving(run, out, formats=("saved_model",), options=None, max_levels=
     graph_def, signatures = build_serving_graph(spec, fold_batch_norm(values), options,
                                                 max_levels)
     config = rundir.read_config(prefix)
-    card_path = os.path.join(os.path.dirname(prefix), "card.json")
+    card_path = rundir.card_path(prefix)
     description = {
         "source_checkpoint": os.path.basename(os.path.dirname(os.path.abspath(prefix))) + "/" +
         os.path.basename(prefix),
@@ -209,7 +209,7 @@ def export_serving(run, out, formats=("saved_model",), options=None, max_levels=
             if "onnx" in formats:
                 _write_onnx(graph_def, signatures, os.path.join(staging, ONNX_DIR))
             if os.path.isfile(card_path):
-                shutil.copyfile(card_path, os.path.join(staging, "card.json"))
+                shutil.copyfile(card_path, os.path.join(staging, rundir.CARD_FILE))
             atomic_write(os.path.join(staging, SERVING_FILE),
                          json.dumps(description, indent=2, sort_keys=True))
             for folder, dirs, files in os.walk(staging):

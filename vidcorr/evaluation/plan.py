@@ -112,6 +112,7 @@ class EvaluationPlan:
           UserError: for a missing checkpoint, or none given and none installed.
         """
         import tempfile
+        from vidcorr.io import rundir
         from vidcorr.model.spec import ALL_SKIPS, NetworkSpec
         from vidcorr.readout.inference import save_initial_model
         from vidcorr.readout.matching import DEFAULT_MODEL
@@ -132,7 +133,7 @@ class EvaluationPlan:
             first = first or predictors["vidcorr " + label].checkpoint
         for width in self.untrained:
             folder = tempfile.mkdtemp(prefix="vidcorr-untrained-")
-            prefix = save_initial_model(os.path.join(folder, "model.ckpt-0"),
+            prefix = save_initial_model(rundir.checkpoint_prefix(folder, 0),
                                         NetworkSpec(width=width, skips=ALL_SKIPS))
             models.update(self._variants(prefix, "vidcorr untrained w%g" % width))
             log("untrained network of width %g in %s" % (width, folder))

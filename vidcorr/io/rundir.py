@@ -1,8 +1,11 @@
-"""Run directories: the one owner of ``config.json``, checkpoints and the run lock.
+"""Run directories: the one owner of their layout, ``config.json``, checkpoints and the lock.
 
 A run directory (``train.run_dir``, an exported model folder) holds the
 resolved ``config.json``, checkpoints ``model.ckpt-<step>`` with TensorFlow's
-``checkpoint`` index, and, while a training process owns it, a lock.
+``checkpoint`` index, TensorBoard event files, an exported model's ``card.json``, and,
+while a training process owns it, a lock. Every module asks here for these names
+(:func:`checkpoint_prefix`, :func:`card_path`, :func:`has_checkpoint`,
+:func:`event_files`, :func:`holds_run`).
 
 * :func:`read_config` / :func:`write_config`: the run's config (written atomically).
 * :func:`find_checkpoint`, :func:`checkpoint_variables`, :func:`checkpoint_step`:
@@ -22,6 +25,7 @@ import errno
 import glob
 import json
 import os
+import re
 import sys
 
 from vidcorr.compat import tf
@@ -30,7 +34,10 @@ from vidcorr.io.files import atomic_write
 from vidcorr.model.config import config_from_dict
 from vidcorr.model.spec import MODEL_SCOPE, spec_from_shapes
 
-__all__ = ["CONFIG_FILE", "CHECKPOINT_NAME", "LOCK_FILE", "config_path", "read_config",
+__all__ = ["CONFIG_FILE", "CHECKPOINT_NAME", "LOCK_FILE", "CARD_FILE", "CHECKPOINT_INDEX",
+           "checkpoint_prefix", "card_path", "has_checkpoint", "event_files", "holds_run",
+           "is_model_file",
+           "config_path", "read_config",
            "write_config", "find_checkpoint", "checkpoint_variables", "checkpoint_values",
            "checkpoint_step", "spec_from_checkpoint", "shapes_spec",
            "restore_matching", "damaged", "restore_all", "RunLock"]
@@ -38,6 +45,43 @@ __all__ = ["CONFIG_FILE", "CHECKPOINT_NAME", "LOCK_FILE", "config_path", "read_c
 CONFIG_FILE = "config.json"
 CHECKPOINT_NAME = "model.ckpt"
 LOCK_FILE = ".lock"
+CARD_FILE = "card.json"  # an exported model's card
+CHECKPOINT_INDEX = "checkpoint"  # TensorFlow's list of a folder's checkpoints
+EVENTS_PREFIX = "events."  # TensorBoard's event files: events.out.tfevents.*
+
+
+def checkpoint_prefix(folder, step):
+    """The prefix of the checkpoint of ``step`` in ``folder``."""
+    return os.path.join(folder, "%s-%d" % (CHECKPOINT_NAME, step))
+
+
+def card_path(path):
+    """The ``card.json`` of a model folder or beside a checkpoint prefix."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    return os.path.join(folder, CARD_FILE)
+
+
+def has_checkpoint(folder):
+    """Whether ``folder`` holds TensorFlow's checkpoint index (a checkpoint was saved)."""
+    return os.path.isfile(os.path.join(folder, CHECKPOINT_INDEX))
+
+
+def event_files(folder):
+    """The TensorBoard event files in ``folder``."""
+    return glob.glob(os.path.join(glob.escape(folder), EVENTS_PREFIX + "out.tfevents.*"))
+
+
+def is_model_file(name):
+    """Whether a file name is one an exported model folder holds (its card, config,
+    checkpoint index and the checkpoint's files; no ``.meta``, no optimizer state)."""
+    return name in (CARD_FILE, CONFIG_FILE, CHECKPOINT_INDEX) or bool(re.match(
+        r"^%s-\d+\.(index|data-\d+-of-\d+)$" % re.escape(CHECKPOINT_NAME), name))
+
+
+def holds_run(folder):
+    """Whether ``folder`` holds a training run (a checkpoint or event files)."""
+    return os.path.isdir(folder) and any(
+        name == CHECKPOINT_INDEX or name.startswith(EVENTS_PREFIX) for name in os.listdir(folder))
 
 
 def config_path(path):

@@ -22,7 +22,6 @@
 """
 
 import contextlib
-import glob
 import os
 import signal
 import sys
@@ -91,8 +90,7 @@ class Trainer(object):
     # -- set-up ----------------------------------------------------------------------------
     def _check_run_dir(self):
         """Refuses to overwrite a run; returns the checkpoint to resume from, or None."""
-        existing = os.path.isdir(self.run_dir) and any(
-            name == "checkpoint" or name.startswith("events.") for name in os.listdir(self.run_dir))
+        existing = rundir.holds_run(self.run_dir)
         if existing and not self.resume:
             raise UserError("run directory %s already holds a run; pass --resume to continue it "
                             "or set another train.run_dir" % self.run_dir)
@@ -102,7 +100,7 @@ class Trainer(object):
                 self.config.data.crop_height, self.config.data.crop_width)):
             raise UserError("cannot resume %s: its model or crop size differs from this "
                             "config (see %s)" % (self.run_dir, rundir.config_path(self.run_dir)))
-        if existing and os.path.isfile(os.path.join(self.run_dir, "checkpoint")):
+        if existing and rundir.has_checkpoint(self.run_dir):
             return rundir.find_checkpoint(self.run_dir)
         return None
 
@@ -401,10 +399,9 @@ class Trainer(object):
         if not (self.is_chief and self._fresh and self.last_saved is None and self.lock
                 and self.lock.held):
             return
-        if os.path.isfile(os.path.join(self.run_dir, "checkpoint")):
+        if rundir.has_checkpoint(self.run_dir):
             return
-        for path in [rundir.config_path(self.run_dir)] + glob.glob(
-                os.path.join(glob.escape(self.run_dir), "events.out.tfevents.*")):
+        for path in [rundir.config_path(self.run_dir)] + rundir.event_files(self.run_dir):
             if os.path.isfile(path):
                 os.remove(path)
         self.lock.release(remove=True)
