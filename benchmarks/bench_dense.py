@@ -5,17 +5,20 @@ match for every pixel) with the default levels and passes, in its own process, a
 prints:
 
 * seconds per pair after the graphs are built (the whole match, one graph:
-  :class:`vidcorr.readout.kernel.graph.MatchGraph`), and the forward passes alone
-  (every level's network to the kernel head's logits, run once per pass);
+  :class:`vidcorr.readout.kernel.graph.MatchGraph`), without and with the refinement on
+  the frames (both in one process, so their ratio is of one run), the least of
+  ``--repeats`` runs, and the forward passes alone (every level's network to the kernel
+  head's logits, run once per pass);
 * the read-out's convolution FLOPs per second against the *convolution limit*: the
   best GFLOP/s of a single 3x3 convolution at the network's widest channel counts,
   timed here with the same thread count (the most a forward pass of these layers
   could reach);
 * the total time over the forward passes alone (what the match adds: warps, blend
   moments, smoothing, resampling, the confidence);
-* peak RSS of the process.
+* peak RSS of the process (after the unrefined match; then after the refined one).
 
     python benchmarks/bench_dense.py [--sizes 128x384,288x384,480x640,720x1280] [--threads 2]
+        [--refine none,variational] [--repeats 3]
 """
 
 import argparse
@@ -75,7 +78,17 @@ def logits_pass(matcher, height, width, threads):
     return lambda: sess.run(logits)
 
 
-def child(size, threads, refine):
+def _best(run, repeats):
+    """The least of ``repeats`` timed runs of ``run()`` (after the caller's warm-up)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def child(size, threads, refines, repeats):
     from vidcorr.model.network import forward_flops
     from vidcorr.readout.matching import Matcher
     from vidcorr.readout.pyramid import pyramid_levels, read_out_plan
@@ -86,57 +99,64 @@ def child(size, threads, refine):
     from scipy import ndimage
     image = np.clip(ndimage.zoom(base, (8, 8, 1), order=3), 0, 1)
     a, b = image[1:h + 1, 2:w + 2].astype(np.float32), image[1:h + 1, :w].astype(np.float32)
-    matcher = Matcher(readout="kernel", threads=threads, min_confidence=0, max_seconds=0,
-                      refine=refine)
-    matcher.match(a, b, stride=1)  # builds every level's graph
-    start = time.perf_counter()
-    matches = matcher.match(a, b, stride=1)
-    total = time.perf_counter() - start
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # the match's peak
+    seconds, rss = {}, {}
+    for refine in refines:  # each refinement's match, in this one process
+        matcher = Matcher(readout="kernel", threads=threads, min_confidence=0, max_seconds=0,
+                          refine=refine)
+        matches = matcher.match(a, b, stride=1)  # builds the size's graph
+        seconds[refine] = _best(lambda: matcher.match(a, b, stride=1), repeats)
+        rss[refine] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # peak so far
+        if refine != refines[-1]:
+            matcher.close()
     plan = read_out_plan(h, w, pyramid_levels(h, w, matcher.options.levels), 1)
     forward, flops = 0.0, 0.0
     for level in plan:
         run = logits_pass(matcher, level.height, level.width, threads)
         run()
-        start = time.perf_counter()
-        for _ in range(matcher.options.passes):
-            run()
-        forward += time.perf_counter() - start
+        forward += matcher.options.passes * _best(run, repeats)
         flops += matcher.options.passes * forward_flops(level.height, level.width, matcher.spec)
     matcher.close()
-    print(json.dumps({"size": size, "matches": len(matches), "seconds": total,
-                      "forward": forward, "gflop": flops / 1e9,
-                      "rss_mb": rss}))
+    print(json.dumps({"size": size, "matches": len(matches), "seconds": seconds,
+                      "forward": forward, "gflop": flops / 1e9, "rss_mb": rss}))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=SIZES, help="HxW list (default %(default)s)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--refine", default="none", help="the refinement stage: none "
-                        "(default, the read-out alone) or variational")
+    parser.add_argument("--refine", default="none,variational",
+                        help="the refinement stages to time, in one process: a comma list of "
+                             "none (the read-out alone) and variational (default: both)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed runs of each; the least is reported (default 3)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    refines = [r.strip() for r in args.refine.split(",") if r.strip()]
     if args.child:
-        return child(args.child, args.threads, args.refine)
+        return child(args.child, args.threads, refines, args.repeats)
     limit = conv_limit(args.threads)
     print("convolution limit: %.1f GFLOP/s (best 3x3 convolution, %d threads)\n"
           % (limit, args.threads))
-    print("| size | matches | seconds | forward passes alone | total / forward | GFLOP | "
-          "GFLOP/s | of the conv limit | peak RSS GB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| size | refine | matches | seconds | forward passes alone | total / forward | "
+          "x unrefined | GFLOP | GFLOP/s | of the conv limit | peak RSS GB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for size in args.sizes.split(","):
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", size,
-                               "--threads", str(args.threads), "--refine", args.refine], stdout=subprocess.PIPE,
+                               "--threads", str(args.threads), "--refine", args.refine,
+                               "--repeats", str(args.repeats)], stdout=subprocess.PIPE,
                               universal_newlines=True)
         if proc.returncode:
             print("| %s | failed (exit %d) |" % (size, proc.returncode))
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         rate = r["gflop"] / r["forward"]
-        print("| %s | %d | %.2f | %.2f | %.2fx | %.1f | %.1f | %.0f %% | %.2f |" % (
-            size, r["matches"], r["seconds"], r["forward"], r["seconds"] / r["forward"],
-            r["gflop"], rate, 100 * rate / limit, r["rss_mb"] / 1024.0), flush=True)
+        for refine in refines:
+            seconds = r["seconds"][refine]
+            plain = r["seconds"].get("none")
+            print("| %s | %s | %d | %.2f | %.2f | %.2fx | %s | %.1f | %.1f | %.0f %% | %.2f |" % (
+                size, refine, r["matches"], seconds, r["forward"], seconds / r["forward"],
+                "%.2fx" % (seconds / plain) if plain else "-", r["gflop"], rate,
+                100 * rate / limit, r["rss_mb"][refine] / 1024.0), flush=True)
     return 0
 
 

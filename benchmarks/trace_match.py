@@ -6,6 +6,7 @@ ops' time summed by op type and by the scope the op was built in (the network, t
 blend moments, the warps, the smoothing, the refinement, the confidence), biggest first.
 
     python benchmarks/trace_match.py [--size 720x1280] [--threads 1] [--refine none]
+    python benchmarks/trace_match.py --refine variational --within refine   # inside one scope
 """
 
 import argparse
@@ -40,6 +41,7 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--refine", default="none")
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--within", help="only the ops of this scope, by their sub-scopes")
     args = parser.parse_args()
     h, w = (int(v) for v in args.size.split("x"))
     a, b = _pair(h, w)
@@ -57,12 +59,17 @@ def main():
         for node in device.node_stats:
             name = node.node_name.split(":")[0]
             ms = (node.all_end_rel_micros or node.op_end_rel_micros) / 1000.0
+            if args.within:
+                if _scope(name) != args.within:
+                    continue
+                name = name.split("/", 1)[-1]  # its sub-scopes
             total += ms
             by_type[names.get(name, node.timeline_label.split("=")[-1].split("(")[0].strip() or
                               "?")] += ms
             by_scope[_scope(name)] += ms
-    print("%s, %d thread(s), refine %s: %.0f ms of op time in one run\n"
-          % (args.size, args.threads, args.refine, total))
+    print("%s, %d thread(s), refine %s: %.0f ms of op time in one run%s\n"
+          % (args.size, args.threads, args.refine, total,
+             " in %s" % args.within if args.within else ""))
     for title, counter in (("op type", by_type), ("scope", by_scope)):
         print("| %s | ms | share |\n|---|---|---|" % title)
         for key, ms in counter.most_common(args.top):

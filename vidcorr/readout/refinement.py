@@ -73,12 +73,12 @@ def _dy(f):
     return 0.5 * (p[:, 2:] - p[:, :-2])
 
 
-def _next_x(f):  # f at x + 1 (the last column repeated; its edge weight is 0)
-    return tf.concat([f[:, :, 1:], f[:, :, -1:]], axis=2)
-
-
-def _next_y(f):
-    return tf.concat([f[:, 1:], f[:, -1:]], axis=1)
+def _next(f, axis):
+    """``f [2, B, H, W]`` at each pixel's next neighbour along ``axis`` (3: x, 2: y), the
+    last one repeated (its edge weight is 0)."""
+    rest, last = [slice(None)] * 4, [slice(None)] * 4
+    rest[axis], last[axis] = slice(1, None), slice(-1, None)
+    return tf.concat([f[tuple(rest)], f[tuple(last)]], axis=axis)
 
 
 class _Constraint(object):
@@ -88,13 +88,13 @@ class _Constraint(object):
     def __init__(self, gx, gy, gz):
         scale = tf.rsqrt(gx * gx + gy * gy + ZETA ** 2)  # [B, H, W, C]
         self.gx, self.gy, self.gz = gx * scale, gy * scale, gz * scale
-        # its least-squares system, the channels' mean: [B, H, W, 5] (a11, a12, a22, b1, b2)
-        self.system = tf.reduce_mean(tf.stack(
-            [self.gx * self.gx, self.gx * self.gy, self.gy * self.gy, -self.gx * self.gz,
-             -self.gy * self.gz], axis=4), axis=3)
+        # its least-squares system, the channels' mean: (a11, a12, a22, b1, b2), [B, H, W]
+        mean = lambda a, b: tf.reduce_mean(a * b, axis=3)  # noqa: E731
+        self.system = (mean(self.gx, self.gx), mean(self.gx, self.gy), mean(self.gy, self.gy),
+                       -mean(self.gx, self.gz), -mean(self.gy, self.gz))
 
     def energy(self, u, v):
-        """The channels' mean squared residual at ``(u, v)`` (each ``[B, H, W, 1]``)."""
+        """The channels' mean squared residual at ``(u, v)`` (each ``[B, H, W, C]``)."""
         r = self.gz + self.gx * u + self.gy * v  # [B, H, W, C]
         return tf.reduce_mean(r * r, axis=3)  # [B, H, W]
 
@@ -112,35 +112,29 @@ def _constraints(warped1, warped3):
 
 
 def _data_system(constraints, du, delta, gamma):
-    """The data terms' 2x2 system per pixel at the increment ``du [B, H, W, 2]``, the robust
+    """The data terms' 2x2 system per pixel at the increment ``du [2, B, H, W]``, the robust
     penalties' weights lagged: ``(a11, a12, a22, b1, b2)``, each ``[B, H, W]``."""
-    u, v = du[..., :1], du[..., 1:]  # [B, H, W, 1]
     brightness, (along_x, along_y) = constraints
+    channels = brightness.gz.shape[3]
+    # (u, v) as [B, H, W, C]: the products with the constraints stay same-shaped
+    u, v = (tf.stack([du[k]] * channels, axis=3) for k in (0, 1))
     eps2 = EPSILON ** 2
-    robust = (0.5 * delta) * tf.rsqrt(brightness.energy(u, v) + eps2)  # [B, H, W]
-    total = robust[..., None] * brightness.system
-    robust = (0.5 * gamma) * tf.rsqrt(along_x.energy(u, v) + along_y.energy(u, v) + eps2)
-    total += robust[..., None] * (along_x.system + along_y.system)  # [B, H, W, 5]
-    a11, a12, a22, b1, b2 = tf.unstack(total, axis=3)
+    robust_b = (0.5 * delta) * tf.rsqrt(brightness.energy(u, v) + eps2)  # [B, H, W]
+    robust_g = (0.5 * gamma) * tf.rsqrt(along_x.energy(u, v) + along_y.energy(u, v) + eps2)
+    a11, a12, a22, b1, b2 = (robust_b * b + robust_g * (x + y) for b, x, y in zip(
+        brightness.system, along_x.system, along_y.system))
     zeta2 = ZETA ** 2
     return a11 + zeta2, a12, a22 + zeta2, b1, b2
 
 
 def _smoothness_weights(field, alpha, last_x, last_y):
-    """The robust smoothness weights of ``field [B, H, W, 2]`` on the edges to the right and
-    down neighbours, ``(right, down)`` each ``[B, H, W, 1]`` (0 where there is none)."""
-    gx = (_next_x(field) - field) * last_x  # forward differences, 0 past the border
-    gy = (_next_y(field) - field) * last_y
-    s = (0.5 * alpha) / tf.sqrt(tf.reduce_sum(gx * gx + gy * gy, axis=3, keepdims=True)
-                                + EPSILON ** 2)  # [B, H, W, 1]
+    """The robust smoothness weights of ``field [2, B, H, W]`` on the edges to the right and
+    down neighbours, ``(right, down)`` each ``[B, H, W]`` (0 where there is none)."""
+    gx = _next(field, 3) - field  # forward differences, 0 past the border
+    gy = _next(field, 2) - field
+    s = (0.5 * alpha) / tf.sqrt(tf.reduce_sum(gx * gx, axis=0) * last_x +
+                                tf.reduce_sum(gy * gy, axis=0) * last_y + EPSILON ** 2)
     return s * last_x, s * last_y
-
-
-# One depthwise convolution gives each field component's four neighbours (right, left, down,
-# up), zero past the border, where their weights are 0 too: [3, 3, 1, 4] one-hot taps.
-_NEIGHBOURS = np.zeros((3, 3, 1, 4), np.float32)
-for _k, (_y, _x) in enumerate(((1, 2), (1, 0), (2, 1), (0, 1))):
-    _NEIGHBOURS[_y, _x, 0, _k] = 1.0
 
 
 def _sor_system(u, system, edges, masks):
@@ -152,41 +146,42 @@ def _sor_system(u, system, edges, masks):
     colour moves them ``U += omega (U* - U)``. ``M^-1 x`` is ``p * x + q * swap(x)``, its
     diagonal and off-diagonal parts, so the sweep is a few element-wise ops.
 
+    The field's two components lead (``[2, B, H, W]``): swapping them is a cheap reverse
+    of the outer axis, and every product of a sweep is between tensors of one shape
+    (TensorFlow's CPU kernels for broadcasting products are several times slower).
+
     Returns:
-      ``(weights [B, H, W, 8], steps)``: the edge weights of both components' neighbours,
-      and per colour ``(keep, offset, p, q)``, each already scaled by ``omega`` and the
-      colour's mask.
+      ``(weights, steps)``: the edge weights to the right, left, down and up neighbours, each
+      ``[2, B, H, W]`` (both components), and per colour ``(keep, offset, p, q)``, each
+      ``[2, B, H, W]``, already scaled by ``omega`` and the colour's mask.
     """
     a11, a12, a22, b1, b2 = system
-    right, down = edges
+    right, down = edges  # [B, H, W]
     # the edge to the left is the left neighbour's edge to the right; none on the first column
     left = tf.concat([tf.zeros_like(right[:, :, :1]), right[:, :, :-1]], axis=2)
     up = tf.concat([tf.zeros_like(down[:, :1]), down[:, :-1]], axis=1)
-    four = tf.concat([right, left, down, up], axis=3)  # [B, H, W, 4]
-    total = tf.reduce_sum(four, axis=3)  # [B, H, W]
+    total = right + left + down + up  # [B, H, W]
     m11, m22 = a11 + total, a22 + total
     inv = 1.0 / (m11 * m22 - a12 * a12)  # the smoothness terms keep it positive
-    p = tf.stack([m22 * inv, m11 * inv], axis=3)  # [B, H, W, 2]
-    q = tf.stack([-a12 * inv] * 2, axis=3)
-    rhs = tf.stack([b1, b2], axis=3) - total[..., None] * u
-    c = u + p * rhs + q * tf.reverse(rhs, [3])  # [B, H, W, 2]
+    p = tf.stack([m22 * inv, m11 * inv])  # [2, B, H, W]
+    q = tf.stack([-a12 * inv] * 2)
+    rhs = tf.stack([b1 - total * u[0], b2 - total * u[1]])
+    c = u + p * rhs + q * tf.reverse(rhs, [0])  # [2, B, H, W]
     steps = []
     for mask in masks:
-        relax = OMEGA * mask  # [1, H, W, 1]
+        relax = OMEGA * mask  # [2, B, H, W]
         steps.append((1.0 - relax, relax * c, relax * p, relax * q))
-    return tf.concat([four, four], axis=3), steps
+    return [tf.stack([w, w]) for w in (right, left, down, up)], steps
 
 
 def _sor_sweep(field, shared):
-    """One red-black block-SOR sweep over the full field ``U [B, H, W, 2]``."""
-    weights, steps = shared
-    shape = tf.shape(field)
+    """One red-black block-SOR sweep over the full field ``U [2, B, H, W]``."""
+    (right, left, down, up), steps = shared
     for keep, offset, p, q in steps:
-        shifted = tf.nn.depthwise_conv2d(field, np.tile(_NEIGHBOURS, (1, 1, 2, 1)),
-                                         [1, 1, 1, 1], "SAME")  # [B, H, W, 2 x 4]
-        nb = tf.reduce_sum(tf.reshape(weights * shifted, tf.concat([shape, [4]], 0)),
-                           axis=4)  # [B, H, W, 2]: sum_n w_n U_n
-        field = keep * field + offset + p * nb + q * tf.reverse(nb, [3])
+        padded = tf.pad(field, [[0, 0], [0, 0], [1, 1], [1, 1]])  # zeros: no edge there
+        nb = tf.add_n([right * padded[:, :, 1:-1, 2:], left * padded[:, :, 1:-1, :-2],
+                       down * padded[:, :, 2:, 1:-1], up * padded[:, :, :-2, 1:-1]])
+        field = tf.add_n([keep * field, offset, p * nb, q * tf.reverse(nb, [0])])
     return field
 
 
@@ -221,17 +216,18 @@ def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
     rounds, iterations, sweeps, alpha, delta, gamma = settings
     image1, image3 = image1 * SCALE, image3 * SCALE
     shape = tf.shape(p1)
-    ones = tf.ones(tf.concat([shape[:3], [1]], 0))  # [B, h, w, 1]
+    ones = tf.ones(shape[:3])  # [B, h, w]
     last_x = tf.concat([ones[:, :, 1:], 0 * ones[:, :, :1]], axis=2)  # 0 on the last column
     last_y = tf.concat([ones[:, 1:], 0 * ones[:, :1]], axis=1)  # 0 on the last row
     cols, rows = tf.range(shape[2]), tf.range(shape[1])
-    parity = tf.cast((rows[:, None] + cols[None, :]) % 2, tf.float32)[None, :, :, None]
-    masks = (1.0 - parity, parity)  # red, then black pixels, [1, h, w, 1]
+    parity = tf.cast((rows[:, None] + cols[None, :]) % 2, tf.float32) * tf.stack([ones] * 2)
+    masks = (1.0 - parity, parity)  # red, then black pixels, [2, B, h, w]
     base = p1 + anchor * (p3 - p1)  # the held point, [B, h, w, 2]
-    u = p3 - p1  # [B, h, w, 2]
+    u = tf.transpose(p3 - p1, [3, 0, 1, 2])  # [2, B, h, w]: the components lead
     for _ in range(rounds):
-        constraints = _constraints(sample_at(image1, base - anchor * u),
-                                   sample_at(image3, base + (1.0 - anchor) * u))
+        flow = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
+        constraints = _constraints(sample_at(image1, base - anchor * flow),
+                                   sample_at(image3, base + (1.0 - anchor) * flow))
 
         def fixed_point(du, u=u, d=constraints):
             shared = _sor_system(u, _data_system(d, du, delta, gamma),
@@ -239,6 +235,7 @@ def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
             return _loop(sweeps, lambda x: _sor_sweep(x, shared), u + du, unroll) - u
 
         u = u + _loop(iterations, fixed_point, tf.zeros_like(u), unroll)
+    u = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
     p1, p3 = base - anchor * u, base + (1.0 - anchor) * u
     diff = tf.reduce_mean(tf.abs(sample_at(image3, p3) -
                                  sample_at(image1, p1)), axis=3, keepdims=True)
