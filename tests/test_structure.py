@@ -3,6 +3,7 @@
 import ast
 import importlib
 import os
+import re
 
 import pytest
 
@@ -13,7 +14,7 @@ ROOT = os.path.dirname(os.path.abspath(vidcorr.__file__))
 # Every name a notebook could take from ``vidcorr`` before the sub-packages, and the new ones.
 PUBLIC = ["tf", "batch_norm", "fake_quant", "quantize_transform", "layers", "NetworkSpec",
           "layer_plan", "mind", "load_config", "Trainer", "train", "Matcher", "Matches",
-          "MatchOptions", "to_rgb_float", "match_picture", "run_evaluation"]
+          "MatchOptions", "to_rgb_float", "match_picture", "run_evaluation", "EvaluationPlan"]
 
 # Sub-packages by layer: a module may import its own layer and the layers below it only.
 # readout and training are side by side: neither imports the other.
@@ -102,3 +103,29 @@ def test_tensorflow_is_imported_in_one_module_only():
                      (getattr(n, "module", None) or a.name).startswith("tensorflow")
                      for a in n.names) for n in ast.walk(ast.parse(open(p).read())))]
     assert importers == ["vidcorr.compat"]
+
+
+def test_the_layout_page_names_paths_that_exist():
+    """docs/layout.md, "where things live": every path it names is in the repository."""
+    repo = os.path.dirname(ROOT)
+    with open(os.path.join(repo, "docs", "layout.md"), encoding="utf-8") as f:
+        text = f.read()
+    paths = set(re.findall(r"`((?:vidcorr|tests)/[\w/.]+)`", text))
+    assert len(paths) >= 20, paths
+    missing = sorted(p for p in paths if not os.path.exists(os.path.join(repo, p)))
+    assert not missing, missing
+
+
+def test_every_package_module_has_its_test_module():
+    """Tests mirror the package: vidcorr/<sub>/<module>.py is tested in
+    tests/<sub>/test_<module>.py."""
+    repo = os.path.dirname(ROOT)
+    missing = []
+    for folder, _, files in os.walk(ROOT):
+        for name in files:
+            if name.endswith(".py") and name != "__init__.py":
+                sub = os.path.relpath(folder, ROOT)
+                test = os.path.join(repo, "tests", "" if sub == "." else sub, "test_" + name)
+                if not os.path.isfile(test):
+                    missing.append(os.path.relpath(test, repo))
+    assert not missing, missing

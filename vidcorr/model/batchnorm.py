@@ -20,7 +20,7 @@ Bessel's correction: in training mode the fused kernel normalises with the
 biased batch variance (divide by ``n = B*H*W``) but returns the *unbiased* one
 (divide by ``n - 1``). The moving variance is updated from that returned value,
 so it converges to the unbiased variance, ``n / (n - 1)`` times the variance
-used to normalise a batch. ``tests/test_batchnorm.py`` checks both.
+used to normalise a batch. ``tests/model/test_batchnorm.py`` checks both.
 """
 
 from vidcorr.compat import gpu_available, smart_cond, static_bool, tf

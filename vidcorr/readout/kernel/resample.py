@@ -23,19 +23,26 @@ __all__ = ["area_downscale", "upsample_fields", "upsample_exact"]
 
 def _box_1d(x, out_size, max_ratio, axis):
     """``x`` box-downscaled along ``axis`` to ``out_size`` (a scalar tensor); ``max_ratio``
-    (a Python number) bounds the input pixels per output pixel."""
+    (a Python number) bounds the input pixels per output pixel.
+
+    Which input pixels an output pixel averages is Pillow's rule, in its double precision
+    (``precompute_coeffs`` in its ``Resample.c``): pixel j belongs to output i when
+    ``(j + 1/2 - c_i) / s`` is in ``(-1/2, 1/2]``, ``c_i = (i + 1/2) s``, ``s`` the ratio of
+    the sizes; where a centre falls on a boundary exactly, rounding decides, as in Pillow.
+    """
     n = tf.shape(x)[axis]
-    scale = tf.cast(n, tf.float32) / tf.cast(out_size, tf.float32)
-    i = tf.cast(tf.range(out_size), tf.float32)
-    # input pixel j belongs to output i when its centre j + 1/2 is in (i s, (i + 1) s]
-    first = tf.cast(tf.floor(i * scale - 0.5), tf.int32) + 1  # [out]
-    last = tf.cast(tf.floor((i + 1.0) * scale - 0.5), tf.int32)
+    scale = tf.cast(n, tf.float64) / tf.cast(out_size, tf.float64)
+    center = (tf.cast(tf.range(out_size), tf.float64) + 0.5) * scale  # [out]
+    first = tf.maximum(tf.cast(tf.floor(center - 0.5 * scale + 0.5), tf.int32), 0)
+    end = tf.minimum(tf.cast(tf.floor(center + 0.5 * scale + 0.5), tf.int32), n)
     shape = [1, 1, 1, 1]
     shape[axis] = -1
     total, count = 0.0, 0.0
     for t in range(int(max_ratio) + 2):
         j = first + t
-        inside = tf.reshape(tf.cast(j <= last, tf.float32), shape)
+        where = (tf.cast(j, tf.float64) - center + 0.5) * (1.0 / scale)
+        inside = (j < end) & (where > -0.5) & (where <= 0.5)
+        inside = tf.reshape(tf.cast(inside, tf.float32), shape)
         total += inside * tf.gather(x, tf.clip_by_value(j, 0, n - 1), axis=axis)
         count += inside
     return total / count

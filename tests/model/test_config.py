@@ -10,7 +10,7 @@ import pytest
 from vidcorr.model.config import Config, config_from_dict, load_config
 from vidcorr.errors import UserError
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def test_defaults_and_frozen():

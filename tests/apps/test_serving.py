@@ -10,7 +10,7 @@ from vidcorr.errors import UserError
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.readout.matching import Matcher
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIZES = [(32, 48), (40, 70), (57, 33)]  # padded inside the graph to multiples of 32
 
 

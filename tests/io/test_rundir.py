@@ -13,7 +13,7 @@ from vidcorr.errors import UserError
 from vidcorr.io import rundir
 from vidcorr.model.config import config_from_dict
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def _tiny(tmp_path, **train):

@@ -11,7 +11,7 @@ from vidcorr.errors import UserError
 from vidcorr.model.spec import layer_plan
 from vidcorr.training.trainer import Trainer
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def _trainer(tmp_path, name, devices):
@@ -95,8 +95,8 @@ def test_kernel_terms_crop_each_frames_blend_to_the_input(sess, rng):
     """The loss of a kernel network with the frame, symmetry, smoothness and warp terms,
     at a size the network pads (40x48 -> 64x64), against numpy on the network's own
     logits."""
-    from tests.test_kernels import _frame_blends_numpy
-    from tests.test_warping import _sample_scipy
+    from tests.model.test_kernels import _frame_blends_numpy
+    from tests.model.test_warping import _sample_scipy
     from vidcorr.model import network
     from vidcorr.model.config import config_from_dict
     from tests import reference_losses as ref

@@ -16,7 +16,7 @@ from vidcorr.model.network import mind
 from vidcorr.model.spec import NetworkSpec
 from vidcorr.model.quantize import fake_quant
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 @pytest.mark.parametrize("num_bits,axis,shape", [(8, None, (40,)), (4, None, (3, 3, 5, 7)),

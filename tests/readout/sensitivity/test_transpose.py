@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.test_backward import _check
+from tests.readout.sensitivity.test_backward import _check
 from vidcorr.compat import tf
 from vidcorr.readout.sensitivity.transpose import RULES, upsample2
 

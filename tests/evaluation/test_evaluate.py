@@ -136,7 +136,7 @@ def test_script_reads_the_held_out_triplets_before_the_matching(tmp_path, capsys
     """A data config whose video is missing fails before any pair is matched: the middle
     frames are scored last, and finding the video missing then would lose the work."""
     paths = _write_pair(tmp_path, _shifted_pair(shift=2, h=32, w=64))
-    with open(os.path.join(os.path.dirname(__file__), "..", "configs", "tiny_test.json")) as f:
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "tiny_test.json")) as f:
         config = json.load(f)
     missing = str(tmp_path / "gone.mp4")
     config["data"].update(synthetic=False, sources=[missing])

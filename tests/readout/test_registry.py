@@ -68,7 +68,7 @@ def test_the_budget_prices_a_registered_readout(shift):
 
 
 def test_evaluate_scores_a_registered_readout(shift, tmp_path, capsys):
-    from tests.test_evaluate import _shifted_pair, _write_pair
+    from tests.evaluation.test_evaluate import _shifted_pair, _write_pair
 
     from vidcorr.apps.cli import evaluate_main
 

@@ -15,7 +15,7 @@ from vidcorr.training.distributed import free_ports
 from vidcorr.training.distributed import read_cluster
 from vidcorr.errors import UserError
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TIMEOUT = 240
 
 

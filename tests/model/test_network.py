@@ -154,7 +154,7 @@ def test_config_loads_without_tensorflow():
     import subprocess
     import sys
 
-    root = os.path.join(os.path.dirname(__file__), "..")
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
     code = ("import sys; from vidcorr.model.config import load_config; from vidcorr.model.spec import "
             "layer_plan; c = load_config('configs/cpu_small.json'); "
             "layer_plan(c.model.network_spec(), 64, 64); "

@@ -6,7 +6,7 @@ import pytest
 
 from vidcorr.apps import cli
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PAIR = [os.path.join(ROOT, "examples", "cockatoo_262.png"),
         os.path.join(ROOT, "examples", "cockatoo_264.png")]
 

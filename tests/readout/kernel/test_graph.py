@@ -1,0 +1,74 @@
+"""The whole match in one graph (vidcorr.readout.kernel.graph): its warps against the numpy pyramid, known motions recovered."""
+
+import os
+import numpy as np
+import pytest
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.readout.inference import find_model, fold_batch_norm
+from vidcorr.readout.kernel.graph import LevelGraph as _Level
+from vidcorr.readout.matching import DEFAULT_MODEL, Matcher
+K = 5  # the random kernel checkpoint's kernel size (tests/conftest.py)
+from tests.readout.kernel.test_blend import _example_crop
+
+
+@pytest.mark.skipif(not os.path.isdir(DEFAULT_MODEL), reason="no packaged default model")
+def test_pyramid_with_the_kernel_readout_recovers_a_24_pixel_translation():
+    # The middle frame is the crop at x0; frame t shows its pixel p at p - 12, frame t+2 at
+    # p + 12 (24 px from t to t+2, three times the kernel's reach per frame step).
+    frame_t, frame_t2 = _example_crop(12), _example_crop(-12)
+    errors = {}
+    for levels in (1, 3):
+        matcher = Matcher(readout="kernel", levels=levels, min_confidence=0)
+        matches = matcher.match(frame_t, frame_t2, stride=4)
+        if levels == 3:
+            ops = len(matcher.readout.graph_for(128, 256).graph.get_operations())
+            matcher.match(frame_t, frame_t2, stride=4)  # cached: nothing new is built
+            assert len(matcher.readout.graph_for(128, 256).graph.get_operations()) == ops
+            assert len(matcher.readout._graphs) == 1  # one graph for the whole match
+        matcher.close()
+        g = matches.grid
+        inner = (g[:, 0] >= 16) & (g[:, 0] < 240) & (g[:, 1] >= 8) & (g[:, 1] < 120)
+        errors[levels] = (np.hypot(*(matches.p1 - (g - [12, 0])).T)[inner],
+                          np.hypot(*(matches.p3 - (g + [12, 0])).T)[inner])
+    # Coarse to fine, each frame's position is within a pixel (median), where one level,
+    # whose kernel reaches 4 px per frame step, cannot find the motion.
+    assert max(np.median(e) for e in errors[3]) < 1.0, [np.median(e) for e in errors[3]]
+    assert min(np.median(e) for e in errors[1]) > 4.0, [np.median(e) for e in errors[1]]
+
+
+def test_graph_warp_equals_the_pyramid_warp(sess, rng):
+    from vidcorr.model.warping import sample_at
+    from vidcorr.readout.pyramid import sample_field, warp
+
+    image = rng.rand(9, 13, 3).astype(np.float32)
+    field = (4 * rng.randn(9, 13, 2)).astype(np.float32)  # reaching past the border too
+    ys, xs = np.mgrid[0:9, 0:13]
+    xy = np.stack([xs.ravel(), ys.ravel()], 1).astype(np.float32) + field.reshape(-1, 2)
+    got = sess.run(sample_at(tf.constant(image[None]), tf.constant(xy[None, :, None])))[0, :, 0]
+    np.testing.assert_allclose(got.reshape(9, 13, 3), warp(image, field), atol=1e-5)
+    np.testing.assert_allclose(got, sample_field(image, xy), atol=1e-5)
+
+
+@pytest.mark.skipif(not os.path.isdir(DEFAULT_MODEL), reason="no packaged default model")
+def test_the_default_match_is_precise_on_a_real_frame_with_sub_pixel_motion():
+    """The packaged model's default match (kernel read-out, then the refinement) of a real
+    frame moved by a sub-pixel step: the network alone reads it about half a pixel off,
+    refined it is within a tenth of a pixel."""
+    from scipy import ndimage
+
+    from vidcorr.io.video import to_rgb_float
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
+    image = to_rgb_float(os.path.join(root, "cockatoo_262.png"))[:128, 64:320]
+    step = np.array([1.3, -0.45])  # per frame step (x, y); frame t shows p at p - step
+    frame_t, frame_t2 = (np.clip(ndimage.shift(image, (s * step[1], s * step[0], 0), order=3,
+                                               mode="nearest"), 0, 1) for s in (1, -1))
+    errors = {}
+    for refine in ("none", "variational"):
+        matcher = Matcher(refine=refine, min_confidence=0)
+        m = matcher.match(frame_t, frame_t2, stride=8)
+        matcher.close()
+        inner = np.all((m.grid >= 16) & (m.grid < [256 - 16, 128 - 16]), axis=1)
+        errors[refine] = np.median(np.linalg.norm((m.p3 - m.p1)[inner] + 2 * step, axis=1))
+    print("median flow error (px) by refinement: %s" % errors)
+    assert errors["variational"] <= 0.1 and errors["none"] >= 4 * errors["variational"], errors
