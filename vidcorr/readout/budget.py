@@ -29,7 +29,9 @@ from vidcorr.readout.pyramid import MIN_SIZE, pyramid_levels, read_out_plan
 __all__ = ["Estimate", "estimate", "check_budget", "machine_memory_mb",
            "SECONDS_PER_REFINE_SWEEP", "DEFAULT_MAX_SECONDS", "MEMORY_SHARE"]
 
-SECONDS_PER_REFINE_SWEEP = 1.0e-7  # one pixel through one sweep, its share of the data terms
+# one pixel through one sweep, its share of the data terms (benchmarks/bench_refine.py, one
+# thread: 3.4e-8 at 288x384, 5.6e-8 at 720x1280)
+SECONDS_PER_REFINE_SWEEP = 6.0e-8
 
 DEFAULT_MAX_SECONDS = 3600.0
 MEMORY_SHARE = 0.8  # refuse work whose estimated peak exceeds this share of the RAM
