@@ -49,8 +49,8 @@ DEFAULT_SMOOTH = 0  # a median over the coarse levels' dense fields (0: none; sl
 DEFAULT_SIGMA = 10.0  # then a confidence-weighted Gaussian of this many pixels on them
 DEFAULT_PASSES = 2  # passes per level, each warping by the previous one's fields
 # The refinement's defaults, chosen on the evaluation pairs (docs/refinement.md).
-DEFAULT_REFINE_ROUNDS = 2
-DEFAULT_REFINE_ITERATIONS = 3
+DEFAULT_REFINE_ROUNDS = 3
+DEFAULT_REFINE_ITERATIONS = 4
 DEFAULT_REFINE_SWEEPS = 4
 DEFAULT_REFINE_ALPHA = 10.0
 DEFAULT_REFINE_DELTA = 5.0
