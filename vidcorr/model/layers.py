@@ -99,7 +99,8 @@ def _he_normal(fan_in):
 
 def conv2d(name, x, filters, kernel_size=3, stride=1, use_bias=True, transform=None,
            initializer=None, bias_initializer=None):
-    """2-D convolution with SAME padding.
+    """2-D convolution with SAME padding (its parameters mirror ``tf.nn.conv2d``'s and the
+    variables' initialisers, so it takes nine).
 
     Args:
       name: variable scope name.
