@@ -27,16 +27,17 @@ and ``Matcher(min_confidence=c)`` marks matches below ``c`` invalid.
 import numpy as np
 from scipy import ndimage
 
-__all__ = ["TEXTURE_SCALE", "DEFAULT_MIN_CONFIDENCE", "min_eigenvalue", "texture_map",
+__all__ = ["TEXTURE_SCALE", "TEXTURE_RADIUS", "DEFAULT_MIN_CONFIDENCE", "min_eigenvalue", "texture_map",
            "texture_at", "peak_ratio", "match_confidence"]
 
 TEXTURE_SCALE = (0.25 / 255.0) ** 2
+TEXTURE_RADIUS = 4  # the structure tensor is summed over (2 r + 1)^2 pixels
 # Chosen with benchmarks/confidence_study.py and readout_study.py (docs/readouts.md): it
 # keeps nearly every correct match of the real pairs and no match of a flat image.
 DEFAULT_MIN_CONFIDENCE = 0.05
 
 
-def min_eigenvalue(image, radius=4):
+def min_eigenvalue(image, radius=TEXTURE_RADIUS):
     """The structure tensor's smaller eigenvalue per pixel (Shi-Tomasi), ``[H, W]`` float64.
 
     Args:
@@ -56,7 +57,7 @@ def min_eigenvalue(image, radius=4):
     return np.maximum(half_trace - root, 0.0)
 
 
-def texture_map(image, radius=4, scale=TEXTURE_SCALE):
+def texture_map(image, radius=TEXTURE_RADIUS, scale=TEXTURE_SCALE):
     """Texture in [0, 1) per pixel: ``lambda_min / (lambda_min + scale)``.
 
     Args:
@@ -95,7 +96,7 @@ def peak_ratio(peak, second):
     return np.clip(ratio, 0.0, 1.0).min(axis=1)
 
 
-def match_confidence(ratio, frame_t, frame_t2, pos, radius=4):
+def match_confidence(ratio, frame_t, frame_t2, pos, radius=TEXTURE_RADIUS):
     """The confidence of each match: peak ratio times the texture at both ends.
 
     Args:

@@ -9,7 +9,7 @@ one-sided at the border; the window's border repeated), mapped to [0, 1) as
 """
 
 from vidcorr.compat import tf
-from vidcorr.readout.confidence import TEXTURE_SCALE
+from vidcorr.readout.confidence import TEXTURE_RADIUS, TEXTURE_SCALE
 
 __all__ = ["texture_map", "texture_at"]
 
@@ -31,7 +31,7 @@ def _gradient(x, axis):
     return 0.5 * (ahead - behind)
 
 
-def texture_map(images, radius=4, scale=TEXTURE_SCALE):
+def texture_map(images, radius=TEXTURE_RADIUS, scale=TEXTURE_SCALE):
     """Texture in [0, 1) per pixel of ``images [B, H, W, C]`` (float in [0, 1]): ``[B, H, W]``."""
     gray = tf.reduce_mean(images, axis=3, keepdims=True)  # [B, H, W, 1]
     gx, gy = _gradient(gray, 2), _gradient(gray, 1)
