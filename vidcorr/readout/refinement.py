@@ -115,7 +115,7 @@ def _data_system(constraints, du, delta, gamma):
     """The data terms' 2x2 system per pixel at the increment ``du [2, B, H, W]``, the robust
     penalties' weights lagged: ``(a11, a12, a22, b1, b2)``, each ``[B, H, W]``."""
     brightness, (along_x, along_y) = constraints
-    channels = brightness.gz.shape[3]
+    channels = brightness.gz.shape.as_list()[3]
     # (u, v) as [B, H, W, C]: the products with the constraints stay same-shaped
     u, v = (tf.stack([du[k]] * channels, axis=3) for k in (0, 1))
     eps2 = EPSILON ** 2
