@@ -12,20 +12,49 @@ onnxruntime or TensorFlow 2.
 """
 
 import argparse
+import json
+import os
 import struct
+import sys
 
 import numpy as np
 from PIL import Image
 
 
+def load_frames(export, paths):
+    """The two frames as ``[1, H, W, 3]`` float32 in [0, 1], checked against the export's
+    input contract (``serving.json``: one size, at least ``min_size`` a side); the ONNX
+    files do not check it themselves. Exits with a one-line error where they break it."""
+    try:
+        with open(os.path.join(export, "serving.json")) as f:
+            min_size = json.load(f)["min_size"]
+        frames = [np.asarray(Image.open(p).convert("RGB"), np.float32)[None] / 255.0
+                  for p in paths]  # [1, H, W, 3] in [0, 1]
+    except (OSError, ValueError, KeyError) as err:
+        sys.exit("error: %s" % err)
+    a, b = frames
+    if a.shape != b.shape:
+        sys.exit("error: the frames differ in size: %dx%d and %dx%d (the export matches frames "
+                 "of one size)" % (a.shape[2], a.shape[1], b.shape[2], b.shape[1]))
+    if min(a.shape[1:3]) < min_size:
+        sys.exit("error: the frames are %dx%d; the export needs at least %d pixels a side"
+                 % (a.shape[2], a.shape[1], min_size))
+    return a, b
+
+
 def run_match(export, frame_t, frame_t2, runtime):
     """The ``match`` outputs as numpy arrays: position, flow, confidence, valid."""
     if runtime == "onnx":
+        path = os.path.join(export, "onnx", "match.onnx")
+        if not os.path.isfile(path):
+            sys.exit("error: %s has no onnx/match.onnx (exported without --format onnx?); use "
+                     "--runtime tf, or export again with --format saved_model,onnx" % export)
         import onnxruntime
-        session = onnxruntime.InferenceSession(export + "/onnx/match.onnx",
-                                               providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
         names = [o.name.split(":")[0].split("/")[-1] for o in session.get_outputs()]
         return dict(zip(names, session.run(None, {"frame_t:0": frame_t, "frame_t2:0": frame_t2})))
+    if not os.path.isfile(os.path.join(export, "saved_model", "saved_model.pb")):
+        sys.exit("error: %s has no saved_model/saved_model.pb (not a serving export?)" % export)
     import tensorflow as tf
     match = tf.saved_model.load(export + "/saved_model").signatures["match"]
     return {k: v.numpy() for k, v in match(frame_t=tf.constant(frame_t),
@@ -40,8 +69,7 @@ def main():
     parser.add_argument("--runtime", choices=("onnx", "tf"), default="onnx")
     parser.add_argument("--out", default="flow.flo")
     args = parser.parse_args()
-    a, b = (np.asarray(Image.open(p).convert("RGB"), np.float32)[None] / 255.0
-            for p in (args.frame_t, args.frame_t2))  # [1, H, W, 3] in [0, 1]
+    a, b = load_frames(args.export, (args.frame_t, args.frame_t2))
     out = run_match(args.export, a, b, args.runtime)
     h, w = a.shape[1:3]
     # Each valid match's flow at its pixel of frame t; where several land, the most confident.

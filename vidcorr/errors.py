@@ -1,24 +1,49 @@
 """Errors that mean "the user asked for something wrong", reported in one line."""
 
+import errno
+import os
+import re
 import signal
 import sys
 import threading
 
-__all__ = ["UserError", "Interrupted", "run_cli", "first_line"]
+__all__ = ["UserError", "Interrupted", "run_cli", "first_line", "OS_REASONS"]
 
 
 class UserError(ValueError):
     """A bad config, file, path or argument. Scripts print it without a traceback."""
 
 
+# The OS's reasons for an I/O failure, as TensorFlow's messages carry them too
+# ("...tempstate123; No space left on device"): where one is in a message, it is the reason.
+OS_REASONS = tuple(os.strerror(code) for code in (
+    errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG,
+    errno.EIO, errno.ENOTDIR, errno.EISDIR))
+# TensorFlow 2's lines around the reason of a graph-mode error.
+_NOISE = re.compile(r"^(Graph execution error:?|Detected at node .*|Node: .*|File \".*|"
+                    r"Original stack trace for .*|\[\[.*\]\]|Hint: .*)$")
+
+
 def first_line(err):
-    """The first line of an exception's reason, for a one-line error: TensorFlow's
-    ``message`` or the OS's ``strerror`` where there is one (``No space left on device``,
-    not ``[Errno 28] ...``), else ``str(err)``; the exception's type where all are empty."""
-    for text in (getattr(err, "message", None), getattr(err, "strerror", None), str(err)):
-        lines = [line for line in str(text or "").strip().splitlines() if line.strip()]
+    """The reason of an exception in one line, for a one-line error.
+
+    An OS reason anywhere in the text (``No space left on device``, ``Read-only file
+    system``, ``Permission denied`` ...: TensorFlow's I/O errors carry them after a
+    temporary file's name) is the reason. Else the first line of TensorFlow's
+    ``message`` or the OS's ``strerror`` (not ``[Errno 28] ...``) or ``str(err)``,
+    skipping TensorFlow 2's "Graph execution error:" and node lines; the exception's
+    type where all are empty.
+    """
+    texts = [str(t or "") for t in (getattr(err, "message", None),
+                                    getattr(err, "strerror", None), str(err))]
+    for reason in OS_REASONS:
+        if any(reason in text for text in texts):
+            return reason
+    for text in texts:
+        lines = [line.strip() for line in text.strip().splitlines()]
+        lines = [line for line in lines if line and not _NOISE.match(line)]
         if lines:
-            return lines[0].strip()
+            return lines[0]
     return type(err).__name__
 
 

@@ -354,6 +354,10 @@ def export_main(argv=None):
     serving = [f for f in formats if f != "checkpoint"]
     if not formats or ("checkpoint" in formats and serving):
         parser.error("--format is checkpoint, or saved_model and/or onnx, got %r" % args.format)
+    if serving and (args.evaluation or args.notes):
+        parser.error("--evaluation and --notes go into a checkpoint export's card; --format %s "
+                     "copies the model's own card (export the checkpoint with them first)"
+                     % args.format)
     if serving and len(args.run) > 1:
         parser.error("--format %s takes one --run (export an average as a checkpoint first)"
                      % args.format)

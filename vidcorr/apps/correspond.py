@@ -11,20 +11,25 @@
   arguments are checked before the network is loaded: TensorFlow is imported and
   the checkpoint read only once a pair is ready to match, so bad input fails fast.
 * A pair's five files are written to temporary names first and renamed into
-  place together: an error, an interrupt, a full disk or a concurrent run
-  writing the same pair leaves all of a pair's files or none.
+  place only when all five are complete, the ``.npz`` last: an error, an interrupt,
+  a full disk or a concurrent run writing the same pair leaves all of a pair's files
+  or none, and a ``kill -9`` between the renames leaves a pair without its ``.npz``,
+  which a reader can tell is incomplete (and a rerun redoes). A run removes the
+  ``.part`` files that killed runs left in its folder.
 """
 
 import collections
+import hashlib
 import os
 import time
 
 from tqdm import tqdm
 
 from vidcorr.errors import UserError
-from vidcorr.io.files import atomic_path, check_writable_folder
+from vidcorr.io.files import (atomic_path, check_writable_folder, remove_empty_folders,
+                              remove_stale_parts)
 from vidcorr.io.flowio import write_flo, write_kitti_flow
-from vidcorr.io.video import IMAGE_EXTENSIONS, load_frames, natural_key, resolve_source
+from vidcorr.io.video import frame_names, load_frames, resolve_source
 from vidcorr.io.visualize import match_picture
 from vidcorr.readout.pyramid import DEFAULT_STRIDE, grid_points, read_pair
 
@@ -41,15 +46,36 @@ def _stem(path):
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def _label(path, depth):
-    """A file's label with ``depth`` parent folders (``depth`` past the folders: with
-    its extension too), joined by ``_``."""
+def _parts(path):
+    """A file's name parts, nearest first: ``[stem, extension, parent, grandparent, ...]``."""
     parts = [p for p in os.path.abspath(path).split(os.sep) if p]
     stem, ext = os.path.splitext(parts[-1])
-    folders = parts[:-1]
-    if depth <= len(folders):
-        return "_".join(folders[len(folders) - depth:] + [stem])
-    return "_".join(folders + [stem + ext.replace(".", "_")])
+    return [stem, ext.lstrip(".")] + parts[-2::-1]
+
+
+def _part(path, index):
+    parts = _parts(path)
+    return parts[index] if index < len(parts) else ""
+
+
+def _label(path, keys):
+    """A file's label from its name parts ``keys`` (indices of :func:`_parts`): the folders
+    outermost first, the stem, the extension, joined by ``_``."""
+    parts = _parts(path)
+    folders = [parts[i] for i in sorted(keys, reverse=True) if 2 <= i < len(parts)]
+    ext = ["" if 1 not in keys else parts[1]]
+    return "_".join([p for p in folders + [parts[0]] + ext if p])
+
+
+def _short(name, pair):
+    """``name``, or where it is too long for a file name with its suffixes, its start and a
+    digest of the pair's paths."""
+    if len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES:
+        return name
+    digest = hashlib.sha1(repr((_identity(pair.frame_t), _identity(pair.frame_t2))).encode(
+        "utf-8", "surrogateescape")).hexdigest()[:12]
+    return name.encode("utf-8", "surrogateescape")[:MAX_NAME_BYTES - 13].decode(
+        "utf-8", "ignore") + "_" + digest
 
 
 def _identity(frame):
@@ -57,34 +83,40 @@ def _identity(frame):
 
 
 def unique_names(pairs):
-    """The pairs with names unique within the list: ``stem1__stem2``, and where
-    those collide, the shortest number of parent folders (then the extensions)
-    that tells the colliding pairs apart. Arrays' pairs keep their names.
+    """The pairs with names unique within the list: ``stem1__stem2``, and where those
+    collide, the name parts that tell the colliding pairs apart, nearest first: the
+    extensions (``f1_jpg__f2_jpg``), then the nearest parent folder in which their paths
+    differ (``x_f0__x_f2``), never the folders they share. Names too long for a file
+    get a digest of their paths. Arrays' pairs keep their names.
     """
-    names = [p.name for p in pairs]
+    keys = [{0} for _ in pairs]
     paths = [isinstance(p.frame_t, str) and isinstance(p.frame_t2, str) for p in pairs]
-    depth = [0] * len(pairs)
+    names = [p.name for p in pairs]
     while True:
         groups = collections.defaultdict(list)
         for i, name in enumerate(names):
             groups[name].append(i)
         # A clash: one name for different files (the same pair listed twice is one pair).
-        clashes = [g for g in groups.values() if any(paths[i] for i in g) and len(set(
-            (_identity(pairs[i].frame_t), _identity(pairs[i].frame_t2)) for i in g)) > 1]
-        if not clashes:
-            return [p._replace(name=n) for p, n in zip(pairs, names)]
+        clashes = [[i for i in g if paths[i]] for g in groups.values()
+                   if any(paths[i] for i in g) and len(set(
+                       (_identity(pairs[i].frame_t), _identity(pairs[i].frame_t2))
+                       for i in g)) > 1]
         moved = False
         for group in clashes:
-            for i in group:
-                a, b = pairs[i].frame_t, pairs[i].frame_t2
-                most = max(len(os.path.abspath(a).split(os.sep)),
-                           len(os.path.abspath(b).split(os.sep)))
-                if paths[i] and depth[i] < most:
-                    depth[i] += 1
-                    names[i] = "%s__%s" % (_label(a, depth[i]), _label(b, depth[i]))
+            depth = max(len(_parts(f)) for i in group for f in pairs[i][1:3])
+            for index in range(1, depth):  # the nearest part in which the group's paths differ
+                if any(index in keys[i] for i in group):
+                    continue
+                if len(set((_part(pairs[i].frame_t, index), _part(pairs[i].frame_t2, index))
+                           for i in group)) > 1:
+                    for i in group:
+                        keys[i].add(index)
+                        names[i] = "%s__%s" % (_label(pairs[i].frame_t, keys[i]),
+                                               _label(pairs[i].frame_t2, keys[i]))
                     moved = True
-        if not moved:  # paths that differ only in spelling: the names stay
-            return [p._replace(name=n) for p, n in zip(pairs, names)]
+                    break
+        if not moved:  # no clash left, or paths that differ only in spelling
+            return [p._replace(name=_short(n, p)) for p, n in zip(pairs, names)]
 
 
 def _read_list(pairs_file):
@@ -146,7 +178,7 @@ def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2, video=None, s
             raise UserError("give exactly two images (frame t and frame t+2), got %d"
                             % len(images))
         a, b = (os.fspath(p) for p in images)
-        return [Pair("%s__%s" % (_stem(a), _stem(b)), a, b)]
+        return unique_names([Pair("%s__%s" % (_stem(a), _stem(b)), a, b)])
     if video:
         frames = load_frames(video)
         if start < 0 or count < 1 or start + count - 1 + gap >= len(frames):
@@ -156,9 +188,12 @@ def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2, video=None, s
         return [Pair("%s_%05d__%05d" % (stem, i, i + gap), frames[i], frames[i + gap])
                 for i in range(start, start + count)]
     if pairs_file:
-        out, base = [], os.path.dirname(os.path.abspath(pairs_file))
+        out, seen, base = [], set(), os.path.dirname(os.path.abspath(pairs_file))
         for number, parts in _read_list(pairs_file):
             a, b = (p if os.path.isabs(p) else os.path.join(base, p) for p in parts)
+            if (_identity(a), _identity(b)) in seen:  # a pair listed again is matched once
+                continue
+            seen.add((_identity(a), _identity(b)))
             out.append(Pair("%s__%s" % (_stem(a), _stem(b)), a, b,
                             "%s:%d" % (pairs_file, number)))
         if not out:
@@ -166,8 +201,7 @@ def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2, video=None, s
         return unique_names(out)
     if not os.path.isdir(frames_dir):
         raise UserError("frame folder not found: %s" % frames_dir)
-    names = sorted((n for n in os.listdir(frames_dir) if n.lower().endswith(IMAGE_EXTENSIONS)),
-                   key=natural_key)
+    names = frame_names(frames_dir)
     if len(names) <= gap:
         raise UserError("%s has %d frames, too few for gap %d" % (frames_dir, len(names), gap))
     return unique_names([Pair("%s__%s" % (_stem(names[i]), _stem(names[i + gap])),
@@ -177,6 +211,7 @@ def list_pairs(images=(), pairs_file=None, frames_dir=None, gap=2, video=None, s
 
 
 OUTPUT_SUFFIXES = (".npz", ".txt", ".flo", "_kitti.png", ".png")
+MAX_NAME_BYTES = 200  # a pair's name; with a suffix and a .part's, within 255 bytes
 
 
 def check_out_dir(out_dir, names=()):
@@ -185,7 +220,8 @@ def check_out_dir(out_dir, names=()):
     Creates ``out_dir`` if needed (the caller removes it again if nothing is written).
 
     Returns:
-      True if the folder was created here.
+      The folders created here, outermost first
+      (:func:`vidcorr.io.files.remove_empty_folders`).
 
     Raises:
       UserError: if ``out_dir`` is a file, cannot be created or written, or an
@@ -203,8 +239,9 @@ def check_out_dir(out_dir, names=()):
 def write_outputs(matches, frame_t, frame_t2, out_dir, name):
     """Writes NAME.npz, NAME.txt, NAME.flo, NAME_kitti.png and NAME.png; returns the paths.
 
-    All five are written to temporary names, then renamed into place: a failure
-    (a full disk, say) leaves none of them new.
+    All five are written to temporary names, then renamed into place, the ``.npz``
+    last (a pair is complete when its ``.npz`` is there): a failure (a full disk, say)
+    leaves none of them new.
 
     Raises:
       UserError: if a file cannot be written, naming it and the reason.
@@ -311,6 +348,7 @@ def correspond_pairs(pairs, out_dir, matcher=None, stride=DEFAULT_STRIDE, consis
     if not pairs:
         return []
     created = check_out_dir(out_dir, [p.name for p in pairs])  # removed again if left empty
+    remove_stale_parts(out_dir)  # what a killed run into this folder left
     done = []
     build = None if hasattr(matcher, "match") else (matcher or _default_matcher)
     if build is not None:  # built once the first pair is read, and closed here
@@ -339,12 +377,17 @@ def correspond_pairs(pairs, out_dir, matcher=None, stride=DEFAULT_STRIDE, consis
             except UserError as err:
                 skip(pair, start, err)
                 continue
-            write_outputs(matches, a, b, out_dir, pair.name)
+            try:
+                write_outputs(matches, a, b, out_dir, pair.name)
+            except UserError as err:  # a full disk: the next pairs would fail the same way
+                written = [r.name for r in done if r.error is None]
+                raise UserError("%s; %d pair(s) of this run finished before it%s" % (
+                    err, len(written), (": " + ", ".join(written[:5]) + (
+                        " ..." if len(written) > 5 else "")) if written else ""))
             done.append(Result(pair.name, int(matches.valid.sum()), time.time() - start, None,
                                pair.origin))
     finally:
         if build is not None and matcher is not None:
             matcher.close()
-        if created and os.path.isdir(out_dir) and not os.listdir(out_dir):
-            os.rmdir(out_dir)
+        remove_empty_folders(created)
     return done

@@ -25,8 +25,8 @@ import numpy as np
 from vidcorr.compat import tf
 from vidcorr.errors import UserError, first_line
 from vidcorr.io import rundir
-from vidcorr.io.files import (atomic_write, check_replaceable, check_writable_folder, os_reason,
-                              publish, staging_folder)
+from vidcorr.io.files import (atomic_write, check_replaceable, check_writable_folder,
+                              publish, remove_empty_folders, replace_folder, staging_folder)
 from vidcorr.readout.inference import checkpoint_values
 
 __all__ = ["export_model", "average_values", "CARD_FILE", "MAX_MODEL_MB"]
@@ -153,24 +153,22 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
     prefixes = [rundir.find_checkpoint(r) for r in runs]
     for p in prefixes:
         _check_out(out, p)
-    check_writable_folder(os.path.dirname(os.path.abspath(out)), "the folder of --out")
-    config = _common_config(prefixes)
-    step = rundir.checkpoint_step(prefixes[0])
-    values = average_values([checkpoint_values(p) for p in prefixes])
-    card = _card(config, prefixes, step, notes, evaluation)
-    with staging_folder(out) as staging:
-        _write_model(staging, values, step, config, out)
-        if interpolation:  # measured on the folder's own weights (an average's too)
-            card["validation"] = _validation(staging, step, config.data, log)
-        _finish(staging, card)
-        for p in prefixes:  # again: the folder may have changed while we measured
-            _check_out(out, p)
-        try:
-            if os.path.isdir(out):
-                shutil.rmtree(out)
-            publish(staging, out)
-        except OSError as err:
-            raise UserError("cannot write %s: %s" % (out, os_reason(err)))
+    created = check_writable_folder(os.path.dirname(os.path.abspath(out)), "the folder of --out")
+    try:
+        config = _common_config(prefixes)
+        step = rundir.checkpoint_step(prefixes[0])
+        values = average_values([checkpoint_values(p) for p in prefixes])
+        card = _card(config, prefixes, step, notes, evaluation)
+        with staging_folder(out) as staging:
+            _write_model(staging, values, step, config, out)
+            if interpolation:  # measured on the folder's own weights (an average's too)
+                card["validation"] = _validation(staging, step, config.data, log)
+            _finish(staging, card)
+            for p in prefixes:  # again: the folder may have changed while we measured
+                _check_out(out, p)
+            replace_folder(staging, out)
+    finally:  # a failed or interrupted export leaves no empty folders it made
+        remove_empty_folders(created)
     log("exported %s (step %d, %.2f MB) to %s" % (" + ".join(prefixes), step, card["size_mb"],
                                                   out))
     return card
@@ -232,7 +230,10 @@ def _write_model(staging, values, step, config, out):
     for name in os.listdir(staging):
         if name.endswith(".meta"):
             os.remove(os.path.join(staging, name))
-    rundir.write_config(staging, config)
+    try:
+        rundir.write_config(staging, config)
+    except OSError as err:
+        raise UserError("cannot write the model beside %s: %s" % (out, first_line(err)))
 
 
 def _validation(staging, step, data_config, log):

@@ -29,6 +29,14 @@ does):
   ``confidence`` ``[B, H, W]``; ``valid`` ``[B, H, W]`` (bool), confidence at least
   the export's ``min_confidence`` and both ends inside the image.
 
+**The input contract** of both entry points: ``frame_t`` and ``frame_t2`` of one shape
+``[B, H, W, 3]``, ``B >= 1``, ``H, W >= MIN_SIZE`` (32), float32 RGB in [0, 1] (up to
+``FLOAT_TOLERANCE`` outside, from resampling), finite. The SavedModel checks it in
+the graph (:func:`checked_frames`; an ``InvalidArgumentError`` "assertion failed: [...]"
+names the broken rule) and :class:`ServingModel` before it runs; the ONNX files cannot
+(ONNX has no assertion), so code that runs them checks it itself, as
+``examples/serving_example.py`` does.
+
 The one-level ``flow`` entry point of earlier exports is gone: with the pyramid
 in the graph nobody needs a level alone. The graph builds ``max_levels`` pyramid
 levels and uses as many as the image's size calls for (the matcher's rule), so
@@ -45,7 +53,8 @@ import numpy as np
 from vidcorr.compat import tf
 from vidcorr.errors import UserError, first_line
 from vidcorr.io import rundir
-from vidcorr.io.files import (atomic_write, check_replaceable, os_reason, publish,
+from vidcorr.io.video import FLOAT_TOLERANCE, float_batch
+from vidcorr.io.files import (atomic_write, check_replaceable, publish, replace_folder,
                               staging_folder)
 from vidcorr.model.network import mind
 from vidcorr.model.spec import MODEL_SCOPE
@@ -55,7 +64,8 @@ from vidcorr.readout.kernel.graph import match_ops
 from vidcorr.readout.options import MIN_SIZE, MatchOptions
 
 __all__ = ["FORMATS", "SAVED_MODEL_DIR", "ONNX_DIR", "SERVING_FILE", "MAX_LEVELS",
-           "build_serving_graph", "export_serving", "ServingModel", "FORBIDDEN_OPS"]
+           "build_serving_graph", "checked_frames", "export_serving", "ServingModel",
+           "FORBIDDEN_OPS"]
 
 FORMATS = ("saved_model", "onnx")
 SAVED_MODEL_DIR = "saved_model"
@@ -85,6 +95,38 @@ def _match(spec, frame_t, frame_t2, options, max_levels):
             "valid": tf.identity(valid, "valid")}
 
 
+def checked_frames(frame_t, frame_t2):
+    """The frames behind the input contract's checks, in the graph (see the module docstring).
+
+    Each check is a bare ``Assert`` op with string data, which needs no ``tf.cond`` (the
+    graph stays free of ``Switch``/``Merge``); each waits for the one before, so the first
+    broken rule is the one reported. tf2onnx drops them: the ONNX files do not check.
+
+    Returns:
+      ``(frame_t, frame_t2)`` that can be computed only once every check passed.
+    """
+    with tf.name_scope("input_contract"):
+        shape_t, shape_t2 = tf.shape(frame_t), tf.shape(frame_t2)
+        low, high = -FLOAT_TOLERANCE, 1.0 + FLOAT_TOLERANCE
+        both = tf.concat([tf.reshape(frame_t, [-1]), tf.reshape(frame_t2, [-1])], axis=0)
+        rules = [
+            (tf.reduce_all(tf.equal(shape_t, shape_t2)),
+             "frame_t and frame_t2 must have the same shape [B, H, W, 3]"),
+            (shape_t[0] > 0, "the batch is empty"),
+            (tf.reduce_min(shape_t[1:3]) >= MIN_SIZE,
+             "frames must be at least %d pixels on each side" % MIN_SIZE),
+            (tf.reduce_all(tf.is_finite(both)), "frames have NaN or infinite values"),
+            (tf.logical_and(tf.reduce_min(both) >= low, tf.reduce_max(both) <= high),
+             "frames must be float in [0, 1] (0-255 data? divide by 255.0)"),
+        ]
+        done = []
+        for condition, message in rules:
+            with tf.control_dependencies(done):
+                done = [tf.Assert(condition, [message], name="check")]
+        with tf.control_dependencies(done):
+            return tf.identity(frame_t), tf.identity(frame_t2)
+
+
 def build_serving_graph(spec, weights, options=None, max_levels=MAX_LEVELS):
     """The frozen inference graph of both entry points.
 
@@ -104,10 +146,11 @@ def build_serving_graph(spec, weights, options=None, max_levels=MAX_LEVELS):
     with graph.as_default():
         frame_t = tf.placeholder(tf.float32, [None, None, None, 3], "frame_t")
         frame_t2 = tf.placeholder(tf.float32, [None, None, None, 3], "frame_t2")
+        frame_t, frame_t2 = checked_frames(frame_t, frame_t2)
         pair = tf.concat([frame_t, frame_t2], axis=3)  # [B, H, W, 6]
         middle = tf.identity(mind(pair, False, spec=spec, folded=True, name=MODEL_SCOPE),
                              "middle")  # [B, H, W, 3]
-        frames = {"frame_t": frame_t.name, "frame_t2": frame_t2.name}
+        frames = {"frame_t": "frame_t:0", "frame_t2": "frame_t2:0"}
         signatures = {"interpolate": {"inputs": dict(frames), "outputs": {"middle": middle.name}}}
         if spec.kernel_size:
             # the tempered head is the match's own: a second copy of the network's weights
@@ -216,12 +259,10 @@ def export_serving(run, out, formats=("saved_model",), options=None, max_levels=
                 for name in dirs + files:
                     path = os.path.join(folder, name)
                     publish(path, path)  # the modes a plain write would give
-            _check_out(out)
-            if os.path.isdir(out):
-                shutil.rmtree(out)
-            publish(staging, out)
-        except OSError as err:
-            raise UserError("cannot write %s: %s" % (out, os_reason(err)))
+        except (OSError, tf.errors.OpError) as err:  # a full disk, a read-only folder
+            raise UserError("cannot write %s: %s" % (out, first_line(err)))
+        _check_out(out)
+        replace_folder(staging, out)
     log("exported %s (step %d) for serving to %s: %s"
         % (prefix, description["step"], out, ", ".join(description["formats"])))
     return description
@@ -269,16 +310,30 @@ class ServingModel(object):
             raise UserError("this export has no %r entry point (it has %s)"
                             % (entry, ", ".join(sorted(self.signatures))))
         inputs, outputs = self.signatures[entry]
-        return self.sess.run(outputs, {inputs[k]: np.asarray(v, np.float32)
-                                       for k, v in feeds.items()})
+        frames = {k: float_batch(v, 3, k, MIN_SIZE) for k, v in feeds.items()}
+        if frames["frame_t"].shape != frames["frame_t2"].shape:
+            raise UserError("frame_t and frame_t2 must have the same shape, got %s and %s"
+                            % (list(frames["frame_t"].shape), list(frames["frame_t2"].shape)))
+        try:
+            return self.sess.run(outputs, {inputs[k]: v for k, v in frames.items()})
+        except tf.errors.InvalidArgumentError as err:  # the graph's own checks
+            raise UserError("the %s entry point refused its input: %s" % (entry, first_line(err)))
 
     def interpolate(self, frame_t, frame_t2):
-        """Middle frames ``[B, H, W, 3]`` of ``[B, H, W, 3]`` float pairs in [0, 1]."""
+        """Middle frames ``[B, H, W, 3]`` of ``[B, H, W, 3]`` float pairs in [0, 1].
+
+        Raises:
+          UserError: for input outside the contract (see the module docstring).
+        """
         return self._run("interpolate", {"frame_t": frame_t, "frame_t2": frame_t2})["middle"]
 
     def match(self, frame_t, frame_t2):
         """``{"position", "flow", "confidence", "valid"}`` of the ``match`` entry point for
-        ``[B, H, W, 3]`` float pairs in [0, 1] (see the module docstring)."""
+        ``[B, H, W, 3]`` float pairs in [0, 1] (see the module docstring).
+
+        Raises:
+          UserError: for input outside the contract.
+        """
         return self._run("match", {"frame_t": frame_t, "frame_t2": frame_t2})
 
     def close(self):

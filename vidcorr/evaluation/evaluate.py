@@ -22,7 +22,8 @@ import numpy as np
 from vidcorr.evaluation import peers
 from vidcorr.errors import UserError
 from vidcorr.io import rundir
-from vidcorr.io.files import atomic_path, atomic_write, check_writable_folder
+from vidcorr.io.files import (atomic_path, atomic_write, check_writable_folder,
+                              remove_empty_folders, remove_stale_parts)
 from vidcorr.readout.pyramid import DEFAULT_STRIDE, grid_points
 from vidcorr.evaluation.groundtruth import EVAL_WIDTH, builtin_pair, load_pair
 from vidcorr.model.losses import psnr_numpy
@@ -30,8 +31,9 @@ from vidcorr.evaluation.metrics import COVERAGE_FRACTIONS, COVERAGE_THRESHOLDS, 
     dense_to_matches, match_metrics, ssim
 
 REPORT_SUFFIXES = (".md", ".json", ".png")
+DEFAULT_REPORT_NAME = "eval"  # the report's name in a folder given as --out
 
-__all__ = ["check_report_paths", "REPORT_SUFFIXES", "evaluate_matching", "interpolation_quality", "markdown_table", "write_report",
+__all__ = ["check_report_paths", "report_prefix", "REPORT_SUFFIXES", "evaluate_matching", "interpolation_quality", "markdown_table", "write_report",
            "run_evaluation"]
 
 MATCH_COLUMNS = (["acc@%g" % t for t in THRESHOLDS] +
@@ -207,16 +209,41 @@ def _chart(rows, path):
     plt.close(fig)
 
 
+def report_prefix(out):
+    """The report's path prefix for ``--out``: ``out`` itself, or ``OUT/eval`` where ``out``
+    names a folder (an existing one, or a path ending in ``/``).
+
+    Raises:
+      UserError: for an empty ``out``.
+    """
+    if not out or not str(out).strip():
+        raise UserError("--out is empty: give an output prefix like evaluation/eval (it writes "
+                        "eval.md, eval.json and eval.png)")
+    out = os.fspath(out)
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        return os.path.join(out, DEFAULT_REPORT_NAME)
+    return out
+
+
 def check_report_paths(out_prefix):
-    """Checks before any work that the report ``PREFIX.md/.json/.png`` can be written.
+    """Checks before any work that the report ``PREFIX.md/.json/.png`` can be written, and
+    removes what killed runs left in its folder.
+
+    Returns:
+      The folders created for it, outermost first: the caller removes them again when no
+      report is written (:func:`vidcorr.io.files.remove_empty_folders`).
 
     Raises:
       UserError: if the folder cannot take files or a report path is a folder.
     """
-    check_writable_folder(os.path.dirname(os.path.abspath(out_prefix)), "--out")
+    folder = os.path.dirname(os.path.abspath(out_prefix))
+    created = check_writable_folder(folder, "--out")
     for ext in REPORT_SUFFIXES:
         if os.path.isdir(out_prefix + ext):
+            remove_empty_folders(created)
             raise UserError("cannot write %s: it is a folder" % (out_prefix + ext))
+    remove_stale_parts(folder)
+    return created
 
 
 def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, log=print):
@@ -254,10 +281,17 @@ def run_evaluation(plan, out="evaluation/eval", log=print, progress=True):
     Raises:
       UserError: for bad pairs, checkpoints, methods or configs.
     """
+    out = report_prefix(out)
+    created = check_report_paths(out)  # before the work: a report that cannot be written
+    try:                               # loses it
+        return _evaluate(plan, out, log, progress)
+    finally:  # a failed or interrupted evaluation leaves no empty folder behind
+        remove_empty_folders(created)
+
+
+def _evaluate(p, out, log, progress):
     from vidcorr.model.config import load_config
     from vidcorr.training.data import TripletData
-    p = plan
-    check_report_paths(out)  # before the work: a report that cannot be written loses it
     config = load_config(p.data_config) if p.interpolation and p.data_config else None
     pairs = [builtin_pair(name.strip()) for name in p.builtin]
     pairs += [load_pair(a, b, gt, p.gt_kind, p.gt_scale) for a, b, gt in p.gt_pairs]
@@ -266,14 +300,21 @@ def run_evaluation(plan, out="evaluation/eval", log=print, progress=True):
     models, predictors, first = p.models(log)
     try:
         held_out = None  # [N, H, W, 6], [N, H, W, 3]: the middle frames' inputs and targets
+        no_interpolation = None  # why there are no interpolation scores
         if p.interpolation:
-            if config is None and first:
-                config = rundir.read_config(first)
-            if config is None:
-                log("no interpolation scores: give --config (no trained checkpoint with a "
-                    "config.json)")
-            else:  # read before the matching: a video that is missing fails before the work
+            if config is not None:  # the user's --config: its data must be there
                 held_out = TripletData(config.data, log=log).validation_set()
+            elif first and rundir.read_config(first) is not None:
+                try:  # the run's own data may not be on this machine
+                    held_out = TripletData(rundir.read_config(first).data,
+                                           log=log).validation_set()
+                except UserError as err:
+                    no_interpolation = "the run's data cannot be read here (%s)" % err
+            else:
+                no_interpolation = "no trained checkpoint with a config.json"
+            if no_interpolation:
+                log("no interpolation scores: %s; give --config DATA.json (or "
+                    "--no-interpolation)" % no_interpolation)
         rows, skipped = evaluate_matching(pairs, models, p.methods, p.stride, p.width, log,
                                           progress)
         # one predictor per model: the middle frame has no levels
@@ -283,6 +324,8 @@ def run_evaluation(plan, out="evaluation/eval", log=print, progress=True):
                 "upsamples": list(p.upsamples), "readouts": list(p.readouts),
                 "refines": list(p.refines),
                 "models": {k: m.checkpoint for k, m in models.items()}}
+        if no_interpolation:
+            meta["no_interpolation"] = no_interpolation
     finally:
         for matcher in models.values():
             matcher.close()

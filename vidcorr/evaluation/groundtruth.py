@@ -147,6 +147,8 @@ def read_disparity(path, scale=None):
         else:
             raise UserError("unknown disparity format %r for %s (use .pfm, .npy, .npz or a "
                             "16-bit .png)" % (ext, path))
+    except UserError:
+        raise
     except (OSError, ValueError, IndexError) as err:
         raise UserError("cannot read disparity %s: %s" % (path, err))
     return from_disparity(disp, 1.0 if scale is None else scale)
@@ -191,6 +193,8 @@ def read_ground_truth(path, kind=None, scale=None):
     if ext in (".npy", ".npz") and kind != "disparity":
         try:
             arr = _load_array(path)
+        except UserError:
+            raise
         except (OSError, ValueError, IndexError) as err:
             raise UserError("cannot read ground truth %s: %s" % (path, err))
         if arr.ndim == 3 and arr.shape[2] == 2:  # flow (u, v); NaN is invalid

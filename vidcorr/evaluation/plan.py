@@ -73,6 +73,10 @@ class EvaluationPlan:
             object.__setattr__(self, name, tuple(getattr(self, name) or ()))
         if self.stride < 1:
             raise UserError("stride must be >= 1, got %d" % self.stride)
+        if self.gt_scale is not None and not (isinstance(self.gt_scale, (int, float)) and
+                                              0 < self.gt_scale < float("inf")):
+            raise UserError("gt_scale (the disparity divisor) must be a positive number, got %r"
+                            % (self.gt_scale,))
         if self.width < 0:
             raise UserError("width must be 0 (full size) or positive, got %d" % self.width)
         for w in self.untrained:

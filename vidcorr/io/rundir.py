@@ -36,7 +36,7 @@ from vidcorr.model.spec import MODEL_SCOPE, spec_from_shapes
 
 __all__ = ["CONFIG_FILE", "CHECKPOINT_NAME", "LOCK_FILE", "CARD_FILE", "CHECKPOINT_INDEX",
            "checkpoint_prefix", "card_path", "has_checkpoint", "event_files", "holds_run",
-           "is_model_file",
+           "is_model_file", "shape_hint",
            "config_path", "read_config",
            "write_config", "find_checkpoint", "checkpoint_variables", "checkpoint_values",
            "checkpoint_step", "spec_from_checkpoint", "shapes_spec",
@@ -250,6 +250,20 @@ def checkpoint_step(prefix):
         raise UserError(damaged(prefix, err))
 
 
+def shape_hint(name, there, here):
+    """Which network key tells two networks apart whose variable ``name`` has the shapes
+    ``there`` and ``here``: the output head's size is ``model.kernel_size`` (its outputs)
+    or ``model.output_kernel`` (its window); other layers' channels, ``model.width``."""
+    there, here = list(there), list(here)
+    if name.split("/")[-2:-1] == ["output"]:
+        if len(there) == 4 and len(here) == 4 and there[:2] != here[:2]:
+            return "a different model.output_kernel"
+        if there[-1] != here[-1]:
+            return "a different model.kernel_size: the output head has %d outputs there and " \
+                   "%d here" % (there[-1], here[-1])
+    return "a different model.width or model.skips"
+
+
 def restore_matching(sess, prefix, var_list, require_all=False):
     """Restores the variables of ``var_list`` that the checkpoint holds.
 
@@ -275,8 +289,9 @@ def restore_matching(sess, prefix, var_list, require_all=False):
             missing.append(name)
         elif list(shapes[name]) != var.shape.as_list():
             raise UserError("checkpoint %s does not fit this network: %s has shape %s there but "
-                            "%s here (a different model.width?)"
-                            % (prefix, name, list(shapes[name]), var.shape.as_list()))
+                            "%s here (%s?)" % (prefix, name, list(shapes[name]),
+                                               var.shape.as_list(),
+                                               shape_hint(name, shapes[name], var.shape)))
         else:
             restore.append(var)
     if not restore:
@@ -320,8 +335,15 @@ class RunLock(object):
     def acquire(self):
         """Takes the lock; returns self."""
         import fcntl  # POSIX; the support matrix is Linux
-        os.makedirs(self.run_dir, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        if os.path.exists(self.run_dir) and not os.path.isdir(self.run_dir):
+            raise UserError("run directory %s exists and is not a folder; choose another "
+                            "train.run_dir (--run-dir)" % self.run_dir)
+        try:
+            os.makedirs(self.run_dir, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as err:  # a read-only mount, no permission, a full disk
+            raise UserError("cannot write to run directory %s: %s" % (self.run_dir,
+                                                                        first_line(err)))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             self.locked = True
@@ -338,9 +360,14 @@ class RunLock(object):
                                     "wait for it to end or choose another train.run_dir"
                                     % (self.run_dir, owner))
                 raise UserError("cannot lock run directory %s: %s"
-                                % (self.run_dir, err.strerror))
-        os.ftruncate(fd, 0)
-        os.write(fd, ("%d\n" % os.getpid()).encode("ascii"))
+                                % (self.run_dir, first_line(err)))
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, ("%d\n" % os.getpid()).encode("ascii"))
+        except OSError as err:
+            os.close(fd)
+            raise UserError("cannot write to run directory %s: %s" % (self.run_dir,
+                                                                        first_line(err)))
         self._fd = fd
         return self
 

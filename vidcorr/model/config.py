@@ -19,6 +19,15 @@ from vidcorr.model.spec import DEFAULT_NUM_BITS, LOSSES, NUM_BITS_RANGE, Network
 __all__ = ["ModelConfig", "DataConfig", "TrainConfig", "Config", "load_config",
            "config_from_dict", "KERNEL_TERMS"]
 
+# Bounds of the size-like keys: what can be built and run (every bound says its limit).
+MAX_SIDE = 4096  # data.max_height, crop_height, crop_width (pixels)
+MAX_GAP = 100  # data.gap (frames)
+MAX_VAL_TRIPLETS = 10000
+MAX_BATCH = 1024  # train.batch_size
+MAX_DEVICES = 64  # train.num_devices (towers)
+MAX_STEPS = 10 ** 9
+MAX_THREADS = 1024
+
 # The train terms that act on the kernel head's weights.
 KERNEL_TERMS = ("frame_weight", "symmetry_weight", "smooth_weight", "warp_weight")
 
@@ -64,10 +73,12 @@ class DataConfig:
     def validate(self):
         _check(self.synthetic or len(self.sources) > 0, "data.sources",
                "is empty: list video files or frame folders, or set data.synthetic")
-        _check(self.gap >= 1, "data.gap", "must be at least 1")
-        _check(self.max_height >= 0, "data.max_height", "must be >= 0 (0: keep the size)")
-        _check(self.crop_height >= 32 and self.crop_width >= 32, "data.crop_height",
-               "crop_height and crop_width must be at least 32")
+        _check(1 <= self.gap <= MAX_GAP, "data.gap", "must be from 1 to %d" % MAX_GAP)
+        _check(0 <= self.max_height <= MAX_SIDE, "data.max_height",
+               "must be from 0 (keep the size) to %d" % MAX_SIDE)
+        for key in ("crop_height", "crop_width"):
+            _check(32 <= getattr(self, key) <= MAX_SIDE, "data." + key,
+                   "must be from 32 to %d pixels" % MAX_SIDE)
         _check(0 <= self.static_threshold < self.cut_threshold, "data.static_threshold",
                "must be >= 0 and below data.cut_threshold")
         _check(self.max_motion >= 0, "data.max_motion", "must be >= 0")
@@ -84,7 +95,8 @@ class DataConfig:
                "must be [] (random motion) or [vy, vx] in pixels per frame")
         _check(self.val_split in ("time", "video"), "data.val_split", "must be 'time' or 'video'")
         _check(0 < self.val_fraction < 1, "data.val_fraction", "must be in (0, 1)")
-        _check(self.val_triplets >= 1, "data.val_triplets", "must be at least 1")
+        _check(1 <= self.val_triplets <= MAX_VAL_TRIPLETS, "data.val_triplets",
+               "must be from 1 to %d" % MAX_VAL_TRIPLETS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,12 +132,14 @@ class TrainConfig:
     seed: int = 0
 
     def validate(self):
-        _check(self.batch_size >= 1, "train.batch_size", "must be at least 1")
-        _check(self.num_devices >= 1, "train.num_devices", "must be at least 1")
+        _check(1 <= self.batch_size <= MAX_BATCH, "train.batch_size",
+               "must be from 1 to %d" % MAX_BATCH)
+        _check(1 <= self.num_devices <= MAX_DEVICES, "train.num_devices",
+               "must be from 1 to %d" % MAX_DEVICES)
         _check(self.batch_size % self.num_devices == 0, "train.num_devices",
                "must divide train.batch_size (%d) so every tower gets the same share"
                % self.batch_size)
-        _check(self.steps >= 1, "train.steps", "must be at least 1")
+        _check(1 <= self.steps <= MAX_STEPS, "train.steps", "must be from 1 to %d" % MAX_STEPS)
         _check(self.learning_rate > 0, "train.learning_rate", "must be positive")
         _check(self.lr_schedule in ("constant", "exponential", "cosine"), "train.lr_schedule",
                "must be 'constant', 'exponential' or 'cosine'")
@@ -140,7 +154,8 @@ class TrainConfig:
                    "must be from 0 (off) to 100")
         for key in ("checkpoint_every", "keep_checkpoints", "summary_every", "validate_every"):
             _check(getattr(self, key) >= 1, "train." + key, "must be at least 1")
-        _check(self.threads >= 0, "train.threads", "must be >= 0 (0: TensorFlow decides)")
+        _check(0 <= self.threads <= MAX_THREADS, "train.threads",
+               "must be from 0 (TensorFlow decides) to %d" % MAX_THREADS)
         _check(0 <= self.frame_real_weight <= 1, "train.frame_real_weight",
                "must be from 0 (the frame and warp terms on layered triplets only) to 1 "
                "(on every triplet)")

@@ -37,6 +37,7 @@ RESIDUALS = ("none", "average")  # what the output convolution is added to
 ACTIVATIONS = ("relu", "leaky_relu")
 MULTIPLE = 32  # 2 ** number of pooling stages
 MAX_KERNEL_SIZE = 15
+MAX_WIDTH = 4.0  # the widest network built: 76 million weights (the paper's has 4.7 million)
 NUM_BITS_RANGE = (2, 16)  # fake-quantisation bit widths TensorFlow's ops accept
 DEFAULT_NUM_BITS = 8  # the quantised model's bit width
 LOSSES = ("l1", "l2", "charbonnier")  # reconstruction losses (vidcorr.model.losses)
@@ -75,7 +76,9 @@ class NetworkSpec:
             if not ok:
                 out.append((key, message))
 
-        check(isinstance(self.width, (int, float)) and self.width > 0, "width", "must be positive")
+        check(isinstance(self.width, (int, float)) and 0 < self.width <= MAX_WIDTH, "width",
+              "must be above 0 and at most %g (%g times the paper's channels: about %d "
+              "million weights), got %r" % (MAX_WIDTH, MAX_WIDTH, 76, self.width))
         check(self.activation in ACTIVATIONS, "activation",
               "must be one of %s" % ", ".join(repr(a) for a in ACTIVATIONS))
         check(self.output_kernel in (1, 3), "output_kernel", "must be 1 or 3")

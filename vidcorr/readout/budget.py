@@ -135,7 +135,8 @@ def check_budget(spec, height, width, stride, options, passes=1, ram_mb=None):
     if ram_mb is not None and est.peak_mb > MEMORY_SHARE * ram_mb:
         reasons.append("about %.1f GB of memory (over %d%% of this machine's %.1f GB)"
                        % (est.peak_mb / 1024.0, 100 * MEMORY_SHARE, ram_mb / 1024.0))
-    raise UserError("a %dx%d pair at stride %d (%d read-outs) would take %s; use %s, a larger "
-                    "--stride, or raise the limit with --max-seconds"
+    remedies = ([suggestion] if suggestion else []) + ["a larger --stride"]
+    raise UserError("a %dx%d pair at stride %d (%d read-outs) would take %s; use %s, or raise "
+                    "the limit with --max-seconds"
                     % (width, height, stride, est.points, " and ".join(reasons),
-                       suggestion or "a larger --stride"))
+                       ", ".join(remedies)))

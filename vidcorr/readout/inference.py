@@ -196,8 +196,9 @@ def load_folded_weights(sess, weights, scope=MODEL_SCOPE, prefix=""):
                             "architecture" % name)
         if list(weights[name].shape) != var.shape.as_list():
             raise UserError("the checkpoint does not fit: %s has shape %s, the network "
-                            "expects %s (another model width?)"
-                            % (name, list(weights[name].shape), var.shape.as_list()))
+                            "expects %s (%s?)" % (name, list(weights[name].shape),
+                                                  var.shape.as_list(), rundir.shape_hint(
+                                                      name, weights[name].shape, var.shape)))
         var.load(weights[name], sess)
 
 

@@ -22,6 +22,7 @@ optional consistency check reads the swapped pair and keeps matches that agree
 within a tolerance.
 """
 
+import numbers
 import os
 import time
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from vidcorr.compat import tower_devices
 from vidcorr.errors import UserError
-from vidcorr.io.video import FLOAT_TOLERANCE, resize_float
+from vidcorr.io.video import float_batch, resize_float
 from vidcorr.readout import registry
 from vidcorr.readout.budget import check_budget
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
@@ -130,6 +131,12 @@ class Matcher(object):
 
     def __init__(self, checkpoint=None, options=None, device=None, threads=None, devices=None,
                  **settings):
+        if isinstance(options, dict):
+            options = MatchOptions().replace(**options)
+        elif options is not None and not isinstance(options, MatchOptions):
+            raise UserError("options must be a MatchOptions or a dict of its fields, got %r "
+                            "(a read-out is chosen with readout=..., e.g. Matcher(readout="
+                            "'kernel'))" % (options,))
         self.options = (options if options is not None else MatchOptions()).replace(**settings)
         if checkpoint is None:
             if not os.path.isdir(DEFAULT_MODEL):
@@ -141,7 +148,13 @@ class Matcher(object):
         self.options = self.options.replace(readout=readout.name)
         self.weights = fold_batch_norm(values)
         self.device, self.threads = device, threads
-        if isinstance(devices, int) and not isinstance(devices, bool):
+        if isinstance(devices, bool) or not (devices is None or isinstance(
+                devices, (int, np.integer)) or (isinstance(devices, (list, tuple)) and all(
+                    isinstance(d, str) for d in devices))):
+            raise UserError("devices must be a count or a list of device names like "
+                            "['/gpu:0', '/gpu:1'], got %r" % (devices,))
+        if isinstance(devices, (int, np.integer)):
+            devices = int(devices)
             if devices < 1:
                 raise UserError("devices must be at least 1, got %d" % devices)
             devices = tower_devices(devices) if devices > 1 else None
@@ -190,9 +203,11 @@ class Matcher(object):
           UserError: for unreadable or mismatched images, images smaller than
             32 pixels, a bad stride, or a pair over the time or memory limit.
         """
-        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or \
-                not tolerance >= 0:
+        if isinstance(tolerance, (bool, np.bool_)) or not isinstance(
+                tolerance, numbers.Real) or not 0 <= tolerance < float("inf"):
             raise UserError("tolerance must be a number of pixels >= 0, got %r" % (tolerance,))
+        if not isinstance(consistency, (bool, np.bool_)):
+            raise UserError("consistency must be True or False, got %r" % (consistency,))
         a, b, (h, w) = self._prepare(frame_t, frame_t2)
         nh, nw = a.shape[:2]
         points = grid_points(nh, nw, stride, offset)
@@ -229,16 +244,10 @@ class Matcher(object):
         """Middle frames ``[N, H, W, 3]`` of ``[N, H, W, 6]`` float pairs in [0, 1].
 
         Raises:
-          UserError: for another shape, NaN or values outside [0, 1] (e.g. 0-255 data).
+          UserError: for another shape, an empty batch, sides under 32 pixels, NaN or
+            values outside [0, 1] (e.g. 0-255 data).
         """
-        inputs = np.asarray(inputs, np.float32)
-        if inputs.ndim != 4 or inputs.shape[3] != 6:
-            raise UserError("pairs must be [N, H, W, 6] (frames t and t+2 stacked), got %s"
-                            % list(inputs.shape))
-        if inputs.size and not (np.all(np.isfinite(inputs)) and inputs.min() >= -FLOAT_TOLERANCE
-                                and inputs.max() <= 1 + FLOAT_TOLERANCE):
-            raise UserError("pairs must be finite floats in [0, 1], got values from %g to %g "
-                            "(0-255 data? divide by 255.0)" % (inputs.min(), inputs.max()))
+        inputs = float_batch(inputs, 6, "pairs (frames t and t+2 stacked)", MIN_SIZE)
         return self.predictor_for(*inputs.shape[1:3]).predict(inputs)
 
     def sensitivity_maps(self, frame_t, frame_t2, points):

@@ -44,6 +44,7 @@ DEFAULT_REFINE = "variational"
 DEFAULT_MEMORY_MB = 1024  # one batched backward pass's budget
 DEFAULT_RADIUS = 4  # the sensitivity's second peak is searched this far from the first
 # The kernel read-out's defaults, chosen on the evaluation pairs (docs/readouts.md).
+TEMPERATURES = (0.1, 10.0)  # the kernel head's temperatures that keep its weights finite
 DEFAULT_TEMPERATURE = 2.0  # the softmax's temperature: flatter weights, a less biased centroid
 DEFAULT_SMOOTH = 0  # a median over the coarse levels' dense fields (0: none; slow when large)
 DEFAULT_SIGMA = 10.0  # then a confidence-weighted Gaussian of this many pixels on them
@@ -166,9 +167,11 @@ class MatchOptions:
                                              or not self.max_seconds >= 0):
             raise UserError("max_seconds must be >= 0 (0: no limit), got %r"
                             % (self.max_seconds,))
-        if not _number(self.temperature) or not 0 < self.temperature < float("inf"):
-            raise UserError("temperature must be a positive number, got %r"
-                            % (self.temperature,))
+        if not _number(self.temperature) or not TEMPERATURES[0] <= self.temperature <= \
+                TEMPERATURES[1]:
+            raise UserError("temperature must be from %g to %g (the kernel head's logits are "
+                            "divided by it; outside, its weights under- or overflow), got %r"
+                            % (TEMPERATURES + (self.temperature,)))
         for name in ("sigma", "refine_alpha", "refine_delta", "refine_gamma",
                      "residual_scale"):
             value = getattr(self, name)
