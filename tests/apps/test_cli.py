@@ -35,6 +35,10 @@ def test_export_takes_one_run_for_serving(tmp_path, capsys):
     line = _usage_error(cli.export_main, ["--run", "a", "--run", "b", "--out", str(tmp_path / "s"),
                                           "--format", "saved_model"], capsys)
     assert "--format saved_model takes one --run" in line, line
+    for extra in (["--notes", "tuned"], ["--evaluation", "e.json"]):
+        line = _usage_error(cli.export_main, ["--run", "a", "--out", str(tmp_path / "s"),
+                                              "--format", "saved_model"] + extra, capsys)
+        assert "--evaluation and --notes go into a checkpoint export's card" in line, line
 
 
 def test_bad_evaluate_arguments_are_one_line(tmp_path, capsys):

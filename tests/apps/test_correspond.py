@@ -199,3 +199,107 @@ def test_shards_cover_a_pairs_list_once_and_reruns_skip_finished_pairs(random_ch
                if not n.startswith("f1__f2"))
     proc = _correspond(common + ["--overwrite", "--shard", "1/2"])
     assert [line.split(":")[0] for line in proc.stdout.splitlines()] == ["f0__f1", "f2__f3"]
+
+
+def _pair(frame_t, frame_t2):
+    from vidcorr.apps.correspond import Pair, _stem
+    return Pair("%s__%s" % (_stem(frame_t), _stem(frame_t2)), frame_t, frame_t2)
+
+
+def test_colliding_names_take_the_shortest_distinguishing_parts():
+    from vidcorr.apps.correspond import unique_names
+
+    deep = "/" + "/".join("level%d" % i for i in range(40))  # a deep but valid folder
+    names = lambda pairs: [p.name for p in unique_names(pairs)]  # noqa: E731
+    # stems collide in one folder: the extensions tell them apart, no folder is named
+    assert names([_pair(deep + "/f1.jpg", deep + "/f2.jpg"),
+                  _pair(deep + "/f1.png", deep + "/f2.png")]) == ["f1_jpg__f2_jpg",
+                                                                  "f1_png__f2_png"]
+    # the nearest folder in which the paths differ, not the ones between or above it
+    assert names([_pair("/data/seq1/cam/f0.png", "/data/seq1/cam/f2.png"),
+                  _pair("/data/seq2/cam/f0.png", "/data/seq2/cam/f2.png"),
+                  _pair("/data/seq2/cam/f5.png", "/data/seq2/cam/f7.png")]) == [
+        "seq1_f0__seq1_f2", "seq2_f0__seq2_f2", "f5__f7"]
+    # the same pair listed twice keeps one name; paths spelled differently are one file
+    assert names([_pair("/a/f0.png", "/a/f2.png"), _pair("/a/./f0.png", "/a/f2.png")]) == [
+        "f0__f2", "f0__f2"]
+    # names too long for a file keep their start and get a digest of their paths
+    long_a, long_b = "/x/" + "a" * 200 + ".png", "/x/" + "b" * 200 + ".png"
+    [name] = names([_pair(long_a, long_b)])
+    assert len(name) == 200 and name.startswith("a" * 150)
+    assert names([_pair(long_a, long_b)]) == [name]  # the same on a rerun
+    assert names([_pair(long_a, "/x/" + "b" * 199 + "c.png")]) != [name]
+
+
+def test_a_list_names_each_pair_once_and_frames_skip_hidden_files(tmp_path):
+    from vidcorr.apps.correspond import list_pairs
+
+    for name in ("f0.png", "f1.png", "f2.png", ".f1.png", "._f2.png"):
+        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(str(tmp_path / name), format="PNG")
+    assert [p.name for p in list_pairs(frames_dir=str(tmp_path), gap=1)] == ["f0__f1",
+                                                                           "f1__f2"]
+    listing = tmp_path / "pairs.txt"
+    listing.write_text("f0.png f2.png\n" * 2000 + "f0.png f1.png\n./f0.png f2.png\n")
+    pairs = list_pairs(pairs_file=str(listing))
+    assert [(p.name, p.origin) for p in pairs] == [("f0__f2", str(listing) + ":1"),
+                                                   ("f0__f1", str(listing) + ":2001")]
+
+
+_KILLED_PAIR = """
+import os, sys
+from vidcorr.apps.correspond import correspond_pairs
+from vidcorr.io import files
+from vidcorr.readout.matching import Matcher
+real, calls = os.replace, []
+def replace(a, b):
+    calls.append(b)
+    if len(calls) == 3:
+        os._exit(9)  # killed between a pair's renames: no clean-up runs
+    real(a, b)
+files.os.replace = replace
+correspond_pairs([("p", sys.argv[2], sys.argv[3])], sys.argv[4], Matcher(sys.argv[1]), stride=16,
+                 progress=False)
+"""
+
+
+def test_a_pair_killed_between_its_renames_is_incomplete_and_redone(random_checkpoint,
+                                                                      tmp_path):
+    from vidcorr.apps.correspond import OUTPUT_SUFFIXES, correspond_pairs, finished
+
+    a, b = _write_pair(tmp_path, (40, 64))
+    out = str(tmp_path / "out")
+    code = subprocess.call([sys.executable, "-c", _KILLED_PAIR, random_checkpoint, a, b, out],
+                           cwd=ROOT)
+    assert code == 9
+    names = sorted(os.listdir(out))
+    published = [n for n in names if not n.endswith(".part")]
+    assert published == ["p.png", "p_kitti.png"]  # the .npz, renamed last, is missing
+    assert len(names) == 5 and not finished(out, "p")
+    results = correspond_pairs([("p", a, b)], out, Matcher(random_checkpoint), stride=16,
+                               progress=False)
+    assert [r.name for r in results] == ["p"] and finished(out, "p")
+    assert sorted(os.listdir(out)) == sorted("p" + s for s in OUTPUT_SUFFIXES)  # no .part
+
+
+def test_a_full_disk_after_some_pairs_names_those_finished(random_checkpoint, tmp_path,
+                                                           monkeypatch):
+    import errno
+
+    from vidcorr.apps import correspond
+
+    a, b = _write_pair(tmp_path, (40, 64))
+    writes = []
+    real = correspond.write_outputs
+
+    def write(matches, frame_t, frame_t2, out_dir, name):
+        writes.append(name)
+        if len(writes) == 3:
+            raise UserError("cannot write %s.npz: %s" % (name, os.strerror(errno.ENOSPC)))
+        return real(matches, frame_t, frame_t2, out_dir, name)
+    monkeypatch.setattr(correspond, "write_outputs", write)
+    pairs = [("p%d" % i, a, b) for i in range(4)]
+    with pytest.raises(UserError) as err:
+        correspond.correspond_pairs(pairs, str(tmp_path / "out"), Matcher(random_checkpoint),
+                                    stride=16, progress=False)
+    assert str(err.value) == ("cannot write p2.npz: No space left on device; 2 pair(s) of this "
+                              "run finished before it: p0, p1")

@@ -207,3 +207,26 @@ def test_export_averages_checkpoints_and_measures_the_average(trained_tiny, tmp_
         export_model([run, str(wider)], str(tmp_path / "mixed"), interpolation=False,
                      log=lambda m: None)
     assert not os.path.exists(str(tmp_path / "mixed"))
+
+
+def test_a_full_disk_keeps_the_earlier_export_and_leaves_no_folders(trained_tiny, tmp_path,
+                                                                    monkeypatch):
+    from vidcorr.apps import export
+    from vidcorr.compat import tf
+    from tests.test_errors import TF2_FULL_DISK
+
+    run = trained_tiny[0].train.run_dir
+    earlier = str(tmp_path / "model")
+    export_model(run, earlier, interpolation=False, log=lambda m: None)
+    before = _contents(earlier)
+
+    def full(values, step, prefix):
+        raise tf.errors.ResourceExhaustedError(None, None, TF2_FULL_DISK)
+    monkeypatch.setattr(export, "_save_values", full)
+    for out in (earlier, str(tmp_path / "new" / "deeper" / "model")):
+        with pytest.raises(UserError) as err:
+            export_model(run, out, interpolation=False, log=lambda m: None)
+        assert str(err.value) == ("cannot write the model beside %s: No space left on device"
+                                  % out)
+    assert _contents(earlier) == before
+    assert sorted(os.listdir(str(tmp_path))) == ["model"]  # no staging, no empty "new"

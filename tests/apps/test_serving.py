@@ -174,3 +174,98 @@ def test_the_serving_example_runs_without_vidcorr(exported, runtime, tmp_path):
     both = np.isfinite(lib[..., 0]) & np.isfinite(example[..., 0])
     assert np.mean(np.isfinite(lib[..., 0]) == np.isfinite(example[..., 0])) > 0.99
     assert np.mean(np.abs(lib[both] - example[both]).max(-1) < 0.01) > 0.99
+
+
+def test_the_input_contract_is_checked_by_the_wrapper_and_in_the_graph(exported):
+    _, out = exported
+    model = ServingModel(out)
+    ok = np.full((1, 32, 48, 3), 0.5, np.float32)
+    assert model.interpolate(ok, ok).shape == (1, 32, 48, 3)
+    cases = [((ok * 255, ok), "0-255 data"), ((ok[:, :16, :16], ok[:, :16, :16]), "at least 32"),
+             ((ok, ok[:, :, :40]), "same shape"), ((ok[:0], ok[:0]), "empty batch"),
+             ((ok[:, :8, :8], ok[:, :8, :8]), "at least 32"),
+             ((np.full_like(ok, np.nan), ok), "NaN")]
+    for entry in ("interpolate", "match"):
+        for (a, b), message in cases:
+            with pytest.raises(UserError, match=message) as err:
+                getattr(model, entry)(a, b)
+            assert "\n" not in str(err.value)
+    # the graph itself refuses what the wrapper would: the SavedModel run without vidcorr
+    from vidcorr.compat import tf
+    inputs, outputs = model.signatures["interpolate"]
+    for (a, b), message in cases:
+        with pytest.raises(tf.errors.InvalidArgumentError) as err:
+            model.sess.run(outputs, {inputs["frame_t"]: a, inputs["frame_t2"]: b})
+        assert message.replace("at least 32", "at least 32 pixels") in str(err.value), message
+    model.close()
+
+
+def test_a_full_disk_or_a_failed_swap_keeps_the_earlier_export(exported, tmp_path,
+                                                               monkeypatch):
+    import errno
+    import shutil
+
+    from vidcorr.apps import serving
+    from vidcorr.compat import tf
+    from vidcorr.io import files
+    from tests.test_errors import TF2_FULL_DISK
+
+    checkpoint, out = exported
+    fresh = tmp_path / "new" / "deeper" / "model"
+
+    def full(*args):
+        raise tf.errors.ResourceExhaustedError(None, None, TF2_FULL_DISK)
+    monkeypatch.setattr(serving, "_write_saved_model", full)
+    with pytest.raises(UserError) as err:
+        export_serving(checkpoint, str(fresh), max_levels=1, log=lambda m: None)
+    assert str(err.value) == "cannot write %s: No space left on device" % fresh
+    assert not (tmp_path / "new").exists()  # no empty parents left
+    monkeypatch.undo()
+    earlier = str(tmp_path / "earlier")
+    shutil.copytree(out, earlier)
+    monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+    real, calls = os.rename, []
+
+    def rename(a, b):
+        calls.append(b)
+        if len(calls) == 2:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(a, b)
+    monkeypatch.setattr(files.os, "rename", rename)
+    with pytest.raises(UserError, match="cannot write .*earlier: Input/output error"):
+        export_serving(checkpoint, earlier, max_levels=1, log=lambda m: None)
+    assert sorted(os.listdir(str(tmp_path))) == ["earlier"]
+    model = ServingModel(earlier)  # the earlier export, whole
+    assert model.description["max_levels"] == LEVELS
+    model.close()
+
+
+def test_the_serving_example_refuses_what_it_cannot_do(exported, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    _, out = exported
+    frames = [os.path.join(ROOT, "examples", n) for n in ("cockatoo_262.png", "cockatoo_264.png")]
+    from PIL import Image
+    small = str(tmp_path / "small.png")
+    Image.open(frames[1]).resize((64, 40)).save(small)
+    tiny = str(tmp_path / "tiny.png")
+    Image.open(frames[1]).resize((20, 20)).save(tiny)
+    saved_only = str(tmp_path / "saved_only")
+    shutil.copytree(out, saved_only, ignore=shutil.ignore_patterns("onnx"))
+
+    def run(export, a, b, runtime="onnx"):
+        return subprocess.run([sys.executable, os.path.join(ROOT, "examples",
+                                                            "serving_example.py"),
+                               export, a, b, "--runtime", runtime,
+                               "--out", str(tmp_path / "x.flo")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=300)
+    for args, message in (((out, frames[0], small), "the frames differ in size"),
+                          ((out, tiny, tiny), "needs at least 32 pixels a side"),
+                          ((saved_only,) + tuple(frames), "has no onnx/match.onnx")):
+        proc = run(*args)
+        assert proc.returncode == 1 and proc.stderr.startswith("error: "), proc.stderr
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert not (tmp_path / "x.flo").exists()

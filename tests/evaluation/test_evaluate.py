@@ -187,3 +187,58 @@ def _bad_refine(tmp_path, capsys):
     with pytest.raises(SystemExit):
         evaluate_main(["--refine", "none,lk", "--out", str(tmp_path / "x")])
     return capsys.readouterr().err
+
+
+def test_the_report_prefix_of_out():
+    assert evaluate.report_prefix("results/run1") == "results/run1"
+    assert evaluate.report_prefix("results/") == os.path.join("results", "eval")
+    for empty in ("", "  "):
+        with pytest.raises(UserError, match="--out is empty: give an output prefix"):
+            evaluate.report_prefix(empty)
+
+
+def test_out_as_a_folder_and_no_empty_folder_after_a_failure(tmp_path, capsys):
+    paths = _write_pair(tmp_path, _shifted_pair(shift=2, h=32, w=64))
+    common = ["--untrained", "0.125", "--pairs", "", "--methods", "zero", "--stride", "8",
+              "--no-progress"]
+    folder = str(tmp_path / "reports") + os.sep
+    assert evaluate_main(common + ["--gt-pair"] + paths + ["--out", folder]) == 0
+    assert sorted(n for n in os.listdir(folder) if not n.endswith(".png")) == [
+        "eval.json", "eval.md"]  # not hidden ".md" and ".json"
+    assert evaluate_main(common + ["--gt-pair"] + paths + ["--out", ""]) == 2
+    assert "--out is empty" in capsys.readouterr().err
+    deep = tmp_path / "new" / "deeper" / "eval"
+    assert evaluate_main(common + ["--gt-pair", paths[0], paths[1], str(tmp_path / "no.flo"),
+                                   "--out", str(deep)]) == 2
+    assert not (tmp_path / "new").exists()  # the failed run took back the folders it made
+
+
+def test_a_run_whose_data_is_not_here_is_scored_without_interpolation(random_checkpoint,
+                                                                      tmp_path, capsys):
+    import shutil
+
+    from vidcorr.io import rundir
+    from vidcorr.model.config import config_from_dict
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in os.listdir(os.path.dirname(random_checkpoint)):
+        shutil.copy(os.path.join(os.path.dirname(random_checkpoint), name), str(run))
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "configs",
+                           "tiny_test.json")) as f:
+        data = json.load(f)
+    data["model"] = {"width": 0.125}  # the random checkpoint's network
+    data["data"].update(synthetic=False, sources=["pkg:numpy/resources/images/cockatoo.mp4"])
+    rundir.write_config(str(run), config_from_dict(data))
+    paths = _write_pair(tmp_path, _shifted_pair(shift=2, h=32, w=64))
+    out = str(tmp_path / "eval")
+    code = evaluate_main(["--checkpoint", os.path.join(str(run), "model.ckpt"), "--pairs", "",
+                          "--gt-pair"] + paths + ["--methods", "zero", "--stride", "8",
+                                                  "--out", out, "--no-progress"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "no interpolation scores: the run's data cannot be read here" in printed.out
+    assert "the package 'numpy' is installed" in printed.out
+    with open(out + ".json") as f:
+        report = json.load(f)
+    assert report["interpolation"] == [] and "cockatoo.mp4" in report["meta"]["no_interpolation"]

@@ -149,3 +149,14 @@ def test_builtin_pairs_and_the_size_protocol():
     d_small = -small.truth.flow[..., 0][small.truth.valid]
     assert d_small.max() == pytest.approx(d_full.max() * scale, rel=0.05)
     assert np.all(small.truth.flow[..., 1] == 0)
+
+
+def test_an_npz_without_a_known_array_names_the_file_and_its_arrays_once(tmp_path):
+    path = str(tmp_path / "gt.npz")
+    np.savez(path, foo=np.zeros((4, 4)), bar=np.zeros((4, 4)))
+    for kind in (None, "disparity", "flow"):
+        with pytest.raises(UserError) as err:
+            read_ground_truth(path, kind)
+        message = str(err.value)
+        assert message == ("ground truth %s holds foo, bar; name the array one of disparity, "
+                           "disp, flow" % path), message

@@ -10,6 +10,8 @@ from vidcorr.evaluation.plan import EvaluationPlan
     ({"stride": 0}, "stride must be >= 1"), ({"width": -1}, "width must be 0"),
     ({"untrained": [0]}, "untrained network's width"),
     ({"untrained": ["wide"]}, "untrained network's width"),
+    ({"gt_scale": -1.0}, "gt_scale .* must be a positive number, got -1.0"),
+    ({"gt_scale": 0.0}, "gt_scale .* must be a positive number, got 0.0"),
 ])
 def test_bad_plans_are_one_line_errors(fields, match):
     with pytest.raises(UserError, match=match):

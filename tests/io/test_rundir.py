@@ -180,3 +180,32 @@ def test_the_layout_is_named_in_one_place(tmp_path):
     assert not any(rundir.is_model_file(n) for n in (
         "model.ckpt-3.meta", "events.out.tfevents.1", "model.ckpt-x.index", ".lock",
         "notes.txt", "model.ckpt-3.index.bak"))
+
+
+def test_a_run_directory_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    import errno
+
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="run directory .*file exists and is not a folder"):
+        rundir.RunLock(str(tmp_path / "file")).acquire()
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), args[0])
+    monkeypatch.setattr(rundir.os, "open", read_only)  # an existing run on a read-only mount
+    (tmp_path / "run").mkdir()
+    with pytest.raises(UserError, match=r"cannot write to run directory .*run: Read-only file "
+                                        r"system$"):
+        rundir.RunLock(str(tmp_path / "run")).acquire()
+    monkeypatch.setattr(rundir.os, "makedirs", read_only)  # a new one there
+    with pytest.raises(UserError, match="cannot write to run directory .*new: Read-only file "):
+        rundir.RunLock(str(tmp_path / "new")).acquire()
+
+
+def test_shape_hint_names_the_key_that_differs():
+    assert "model.kernel_size" in rundir.shape_hint("mind/output/weights", [1, 1, 24, 162],
+                                                    [1, 1, 24, 98])
+    assert "162 outputs there and 2 here" in rundir.shape_hint("mind/output/biases", [162], [2])
+    assert "model.output_kernel" in rundir.shape_hint("mind/output/weights", [3, 3, 24, 3],
+                                                      [1, 1, 24, 3])
+    assert "model.width" in rundir.shape_hint("mind/enc1/conv1/weights", [3, 3, 6, 8],
+                                              [3, 3, 6, 16])

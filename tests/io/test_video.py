@@ -57,3 +57,42 @@ def test_float_and_integer_ranges():
 def test_natural_order():
     assert sorted(["f10.png", "f2.png", "f1.png"], key=natural_key) == [
         "f1.png", "f2.png", "f10.png"]
+
+
+def test_hidden_files_are_not_frames(tmp_path):
+    from vidcorr.io.video import frame_names, load_frames
+
+    for name in ("f2.png", "f10.png", "f1.png", ".hidden.png", "._f1.png", "notes.txt"):
+        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(str(tmp_path / name), format="PNG")
+    assert frame_names(str(tmp_path)) == ["f1.png", "f2.png", "f10.png"]
+    assert load_frames(str(tmp_path)).shape == (3, 8, 8, 3)
+
+
+def test_a_package_without_the_file_is_not_called_missing(tmp_path, monkeypatch):
+    from vidcorr.io import video
+
+    with pytest.raises(UserError, match="is the package 'nosuchpackage' installed"):
+        video.resolve_source("pkg:nosuchpackage/a.mp4")
+    monkeypatch.setattr(video, "_SYSTEM_PACKAGE_DIRS", ())
+    with pytest.raises(UserError) as err:  # numpy is installed and holds no such file
+        video.resolve_source("pkg:numpy/resources/images/cockatoo.mp4")
+    message = str(err.value)
+    assert "the package 'numpy' is installed" in message and "does not hold " \
+        "resources/images/cockatoo.mp4" in message and "is the package" not in message
+
+
+def test_float_batch_is_the_input_contract():
+    from vidcorr.io.video import float_batch
+
+    ok = np.full((2, 32, 40, 3), 0.5, np.float64)
+    out = float_batch(ok, 3, "frame_t", 32)
+    assert out.dtype == np.float32 and out.shape == ok.shape
+    for bad, message in ((ok * 255, "must be float in \\[0, 1\\], got values from 127.5 to "
+                                    "127.5 \\(0-255 data"),
+                         ((ok * 255).astype(np.uint8), "got dtype uint8 \\(0-255 data"),
+                         (ok[:, :16], "at least 32 pixels on each side, got 40x16"),
+                         (ok[:0], "empty batch"),
+                         (ok[0], "must be \\[B, H, W, 3\\], got shape \\[32, 40, 3\\]"),
+                         (np.full_like(ok, np.nan), "NaN")):
+        with pytest.raises(UserError, match=message):
+            float_batch(bad, 3, "frame_t", 32)

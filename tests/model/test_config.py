@@ -171,3 +171,29 @@ def test_the_default_models_recipe():
     assert dataclasses.replace(r66.train, init_from=quantized.train.init_from,
                                run_dir=quantized.train.run_dir) == quantized.train
     assert r66.model == quantized.model and r66.data == quantized.data
+
+
+@pytest.mark.parametrize("section,key,value,limit", [
+    ("model", "width", 1e6, "at most 4"),
+    ("data", "crop_height", 100000, "from 32 to 4096"),
+    ("data", "crop_width", 5000, "from 32 to 4096"),
+    ("data", "max_height", 10 ** 6, "to 4096"),
+    ("data", "gap", 1000, "from 1 to 100"),
+    ("data", "val_triplets", 10 ** 7, "from 1 to 10000"),
+    ("train", "batch_size", 10 ** 6, "from 1 to 1024"),
+    ("train", "num_devices", 1000, "from 1 to 64"),
+    ("train", "steps", 10 ** 12, "from 1 to 1000000000"),
+    ("train", "threads", 10 ** 5, "to 1024"),
+])
+def test_size_like_keys_are_bounded_by_what_can_be_built(section, key, value, limit):
+    data = {"data": {"synthetic": True}}
+    data.setdefault(section, {})[key] = value
+    with pytest.raises(UserError) as err:
+        config_from_dict(data, origin="x.json")
+    message = str(err.value)
+    assert message.startswith("x.json: %s.%s:" % (section, key)) and limit in message, message
+    data[section][key] = {"width": 4.0, "crop_height": 4096, "crop_width": 4096,
+                          "max_height": 4096, "gap": 100, "val_triplets": 10000,
+                          "batch_size": 1024, "num_devices": 1, "steps": 10 ** 9,
+                          "threads": 1024}[key]  # the limit itself is allowed
+    config_from_dict(data)

@@ -48,6 +48,7 @@ def test_check_budget_refuses_with_a_size_that_fits():
     message = str(err.value)
     assert "4000x3000 pair at stride 8" in message and "(over the 60 min limit)" in message
     assert "of memory" in message  # its forward pass alone is beyond 24 GB
+    assert message.count("--stride") == 1 and message.count("--max-size") == 1, message
     size = int(re.search(r"--max-size (\d+)", message).group(1))
     scale = size / 4000.0
     h, w = int(round(3000 * scale)), int(round(4000 * scale))
@@ -59,6 +60,11 @@ def test_check_budget_refuses_with_a_size_that_fits():
     with pytest.raises(UserError, match="of memory"):
         budget.check_budget(SPEC, 3000, 4000, 8, options.replace(max_seconds=0), ram_mb=24000)
     budget.check_budget(SPEC, 3000, 4000, 8, options.replace(max_seconds=0), ram_mb=10 ** 7)
+    with pytest.raises(UserError) as err:  # nothing fits: no --max-size, the stride once
+        budget.check_budget(SPEC, 3000, 4000, 8, options, ram_mb=1)
+    message = str(err.value)
+    assert "use a larger --stride, or raise the limit" in message and "--max-size" not in \
+        message and message.count("--stride") == 1, message
 
 
 def test_matcher_refuses_a_huge_pair_before_building(random_checkpoint):

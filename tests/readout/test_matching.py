@@ -160,6 +160,34 @@ def test_matcher_input_errors(random_checkpoint, tmp_path):
         matcher.match(np.zeros((32, 64, 3)), np.zeros((32, 64, 3)), stride=0)
     with pytest.raises(UserError, match="checkpoint not found"):
         Matcher(str(tmp_path / "none"))
+    a = np.zeros((32, 64, 3))
+    with pytest.raises(UserError, match="consistency must be True or False, got 'no'"):
+        matcher.match(a, a, consistency="no")
+    for tolerance in (-1, float("nan"), True, "2"):
+        with pytest.raises(UserError, match="tolerance must be a number of pixels"):
+            matcher.match(a, a, tolerance=tolerance)
+    matches = matcher.match(a, a, stride=16, consistency=np.bool_(True),
+                            tolerance=np.float32(2))  # numpy scalars are numbers
+    assert len(matches) == 8
+    with pytest.raises(UserError, match=r"at least 32 pixels on each side, got 8x8"):
+        matcher.predict_batch(np.zeros((1, 8, 8, 6), np.float32))
+    with pytest.raises(UserError, match="empty batch"):
+        matcher.predict_batch(np.zeros((0, 32, 32, 6), np.float32))
+
+
+def test_matcher_settings_errors_and_a_dict_of_options(random_checkpoint):
+    with pytest.raises(UserError, match="options must be a MatchOptions or a dict .*"
+                                        "readout=..."):
+        Matcher(random_checkpoint, options="kernel")
+    with pytest.raises(UserError, match="unknown matcher option 'level'"):
+        Matcher(random_checkpoint, options={"level": 2})
+    for devices in (True, "2", [0, 1]):
+        with pytest.raises(UserError, match="devices must be a count or a list of device "
+                                            "names"):
+            Matcher(random_checkpoint, devices=devices)
+    matcher = Matcher(random_checkpoint, options={"levels": 2}, min_confidence=0.5)
+    assert matcher.options.levels == 2 and matcher.options.min_confidence == 0.5
+    matcher.close()
 
 
 def test_matches_save_load_and_flow(tmp_path):

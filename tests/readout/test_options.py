@@ -14,7 +14,8 @@ K = 5  # the random kernel checkpoint's kernel size (tests/conftest.py)
 def test_bad_readout_options_are_one_line_errors(random_kernel_checkpoint):
     for kwargs, message in (({"readout": "blend"}, "readout must be one of auto, kernel, sensitivity"),
                             ({"statistic": "mean"}, "statistic must be one of"),
-                            ({"temperature": 0}, "temperature must be a positive number"),
+                            ({"temperature": 0}, "temperature must be from 0.1 to 10"),
+                            ({"temperature": 1e-30}, "temperature must be from 0.1 to 10"),
                             ({"smooth": -1}, "smooth must be an integer >= 0"),
                             ({"passes": 0}, "passes must be an integer >= 1"),
                             ({"sigma": -1}, "sigma must be a finite number >= 0")):

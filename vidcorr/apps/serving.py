@@ -112,7 +112,7 @@ def checked_frames(frame_t, frame_t2):
         rules = [
             (tf.reduce_all(tf.equal(shape_t, shape_t2)),
              "frame_t and frame_t2 must have the same shape [B, H, W, 3]"),
-            (shape_t[0] > 0, "the batch is empty"),
+            (shape_t[0] > 0, "the frames are an empty batch"),
             (tf.reduce_min(shape_t[1:3]) >= MIN_SIZE,
              "frames must be at least %d pixels on each side" % MIN_SIZE),
             (tf.reduce_all(tf.is_finite(both)), "frames have NaN or infinite values"),
