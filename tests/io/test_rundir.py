@@ -209,3 +209,22 @@ def test_shape_hint_names_the_key_that_differs():
                                                       [1, 1, 24, 3])
     assert "model.width" in rundir.shape_hint("mind/enc1/conv1/weights", [3, 3, 6, 8],
                                               [3, 3, 6, 16])
+
+
+def test_a_head_that_differs_is_blamed_on_the_kernel_size(random_kernel_checkpoint):
+    from vidcorr.compat import tf
+    from vidcorr.model.network import mind
+    from vidcorr.model.spec import NetworkSpec
+
+    graph = tf.Graph()
+    with graph.as_default():
+        mind(tf.zeros([1, 32, 32, 6]), False, spec=NetworkSpec(width=0.125, output_kernel=1,
+                                                                  kernel_size=3))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            with pytest.raises(UserError) as err:  # the checkpoint's head has K = 5
+                rundir.restore_matching(sess, random_kernel_checkpoint, tf.global_variables(),
+                                        require_all=True)
+    message = str(err.value)
+    assert "mind/output/" in message and "a different model.kernel_size: the output head " \
+        "has 50 outputs there and 18 here" in message and "model.width" not in message, message

@@ -381,9 +381,10 @@ def correspond_pairs(pairs, out_dir, matcher=None, stride=DEFAULT_STRIDE, consis
                 write_outputs(matches, a, b, out_dir, pair.name)
             except UserError as err:  # a full disk: the next pairs would fail the same way
                 written = [r.name for r in done if r.error is None]
-                raise UserError("%s; %d pair(s) of this run finished before it%s" % (
-                    err, len(written), (": " + ", ".join(written[:5]) + (
-                        " ..." if len(written) > 5 else "")) if written else ""))
+                raise UserError("%s; %s" % (err, "%d pair(s) of this run finished before it: "
+                                            "%s%s" % (len(written), ", ".join(written[:5]),
+                                                      " ..." if len(written) > 5 else "")
+                                            if written else "no pair of this run was finished"))
             done.append(Result(pair.name, int(matches.valid.sum()), time.time() - start, None,
                                pair.origin))
     finally:

@@ -281,9 +281,10 @@ class Trainer(object):
                                      global_step=self.step)
             self.writer.flush()
         except (tf.errors.OpError, OSError) as err:  # a full disk, a read-only folder
-            raise UserError("cannot save a checkpoint at step %d in %s: %s (the last saved is %s)"
+            last = self.last_saved or tf.train.latest_checkpoint(self.run_dir)
+            raise UserError("cannot save a checkpoint at step %d in %s: %s (%s)"
                             % (self.step, self.run_dir, first_line(err),
-                               self.last_saved or tf.train.latest_checkpoint(self.run_dir)))
+                               "the last saved is %s" % last if last else "none was saved"))
         return prefix
 
     # -- the loop --------------------------------------------------------------------------
