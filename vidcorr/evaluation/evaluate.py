@@ -263,6 +263,9 @@ def write_report(out_prefix, rows, interpolation=None, skipped=None, meta=None, 
         try:
             _chart(rows, out_prefix + ".png")
             log("wrote %s.md, %s.json and %s.png" % ((out_prefix,) * 3))
+        except UserError as err:  # a full disk: say that the numbers are safe
+            raise UserError("%s (the table and the numbers are in %s.md and %s.json)"
+                            % (err, out_prefix, out_prefix))
         except ImportError:
             log("wrote %s.md and %s.json; no chart: matplotlib is missing (%s)"
                 % (out_prefix, out_prefix, peers.EXTRA))
