@@ -87,7 +87,7 @@ def test_float_batch_is_the_input_contract():
     ok = np.full((2, 32, 40, 3), 0.5, np.float64)
     out = float_batch(ok, 3, "frame_t", 32)
     assert out.dtype == np.float32 and out.shape == ok.shape
-    for bad, message in ((ok * 255, "must be float in \\[0, 1\\], got values from 127.5 to "
+    for bad, message in ((ok * 255, "frame_t must be in \\[0, 1\\], got values from 127.5 to "
                                     "127.5 \\(0-255 data"),
                          ((ok * 255).astype(np.uint8), "got dtype uint8 \\(0-255 data"),
                          (ok[:, :16], "at least 32 pixels on each side, got 40x16"),

@@ -314,6 +314,18 @@ def _default_matcher():
     return Matcher()
 
 
+def _write_or_stop(matches, frame_t, frame_t2, out_dir, name, done):
+    """:func:`write_outputs`; where it fails (a full disk: the next pairs would fail the same
+    way) the error names the pairs of ``done`` (:class:`Result`) this run finished."""
+    try:
+        write_outputs(matches, frame_t, frame_t2, out_dir, name)
+    except UserError as err:
+        written = [r.name for r in done if r.error is None]
+        raise UserError("%s; %s" % (err, "%d pair(s) of this run finished before it: %s%s" % (
+            len(written), ", ".join(written[:5]), " ..." if len(written) > 5 else "")
+            if written else "no pair of this run was finished"))
+
+
 def correspond_pairs(pairs, out_dir, matcher=None, stride=DEFAULT_STRIDE, consistency=False,
                      progress=True, overwrite=False, log=None):
     """Matches every :class:`Pair` (or ``(name, frame_t, frame_t2)``) and writes its files.
@@ -377,14 +389,7 @@ def correspond_pairs(pairs, out_dir, matcher=None, stride=DEFAULT_STRIDE, consis
             except UserError as err:
                 skip(pair, start, err)
                 continue
-            try:
-                write_outputs(matches, a, b, out_dir, pair.name)
-            except UserError as err:  # a full disk: the next pairs would fail the same way
-                written = [r.name for r in done if r.error is None]
-                raise UserError("%s; %s" % (err, "%d pair(s) of this run finished before it: "
-                                            "%s%s" % (len(written), ", ".join(written[:5]),
-                                                      " ..." if len(written) > 5 else "")
-                                            if written else "no pair of this run was finished"))
+            _write_or_stop(matches, a, b, out_dir, pair.name, done)
             done.append(Result(pair.name, int(matches.valid.sum()), time.time() - start, None,
                                pair.origin))
     finally:

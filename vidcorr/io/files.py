@@ -4,16 +4,16 @@ permissions, and so that what a killed command left behind is cleaned up by the 
 What "atomic" means for each kind of output:
 
 * **A file** (a match output, a report, a config, a card) is written under a hidden
-  temporary name beside its final place, ``.NAME.PID.XXXXXXXX.part``, and renamed
+  temporary name beside its final place, ``.NAME.PID.RANDOM.part``, and renamed
   when complete (:func:`atomic_path`): an error, an interrupt or a concurrent writer
   of the same file leaves the old file or the new one, never a partial one. A
   ``kill -9`` can leave the ``.part`` file; the next command writing into that folder
   removes the ``.part`` files of processes that are gone (:func:`remove_stale_parts`).
 * **A folder** (an exported model, a serving export) is written complete in a hidden
-  staging folder beside it, ``.staging-NAME-PID-XXXXXXXX``, then swapped in
+  staging folder beside it, ``.staging-NAME-PID-RANDOM``, then swapped in
   (:func:`replace_folder`): on Linux in one ``renameat2(RENAME_EXCHANGE)`` call, so
   ``out`` is always the old folder or the new one; elsewhere the old folder is renamed
-  aside (``.replaced-NAME-PID-XXXXXXXX``), the new one renamed in and only then the old
+  aside (``.replaced-NAME-PID-RANDOM``), the new one renamed in and only then the old
   one removed. A kill between the two renames leaves the old folder aside: the next
   command writing ``out`` puts it back (or removes it where the new one made it in), and
   removes the staging folders of processes that are gone (:func:`recover_folder`).

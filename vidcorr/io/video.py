@@ -270,12 +270,18 @@ def to_rgb_float(image, name="image"):
         raise UserError("%s: integer images must be uint8 (0-255) or uint16 (0-65535), got "
                         "%s; convert it with .astype(np.uint8) or divide by 255.0"
                         % (name, arr.dtype))
+    return _unit_float(arr, name + ": float images")
+
+
+def _unit_float(arr, what):
+    """A float array as float32 clipped to [0, 1], refused where NaN, inf or further outside
+    [0, 1] than ``FLOAT_TOLERANCE`` (``what`` names it in the message)."""
     if not np.all(np.isfinite(arr)):
-        raise UserError("%s has NaN or infinite values" % name)
+        raise UserError("%s: NaN or infinite values" % what)
     lo, hi = float(arr.min()), float(arr.max())
     if lo < -FLOAT_TOLERANCE or hi > 1 + FLOAT_TOLERANCE:
-        raise UserError("%s: float images must be in [0, 1], got values from %g to %g%s"
-                        % (name, lo, hi, " (0-255 data? divide by 255.0)" if hi <= 255 else ""))
+        raise UserError("%s must be in [0, 1], got values from %g to %g%s"
+                        % (what, lo, hi, " (0-255 data? divide by 255.0)" if hi <= 255 else ""))
     return np.clip(arr.astype(np.float32), 0.0, 1.0)
 
 
@@ -307,10 +313,4 @@ def float_batch(batch, channels, name, min_size=1):
     if arr.dtype.kind != "f":
         raise UserError("%s must be float in [0, 1], got dtype %s%s" % (
             name, arr.dtype, " (0-255 data? divide by 255.0)" if arr.dtype.kind in "ui" else ""))
-    if not np.all(np.isfinite(arr)):
-        raise UserError("%s has NaN or infinite values" % name)
-    lo, hi = float(arr.min()), float(arr.max())
-    if lo < -FLOAT_TOLERANCE or hi > 1 + FLOAT_TOLERANCE:
-        raise UserError("%s must be float in [0, 1], got values from %g to %g%s"
-                        % (name, lo, hi, " (0-255 data? divide by 255.0)" if hi <= 255 else ""))
-    return np.clip(arr.astype(np.float32), 0.0, 1.0)
+    return _unit_float(arr, name)
