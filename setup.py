@@ -57,6 +57,7 @@ setup(
         "vidcorr-correspond = vidcorr.apps.cli:correspond_main",
         "vidcorr-evaluate = vidcorr.apps.cli:evaluate_main",
         "vidcorr-export = vidcorr.apps.cli:export_main",
+        "vidcorr-adapt = vidcorr.apps.cli:adapt_main",
     ]},
     license="MIT",
 )

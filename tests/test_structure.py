@@ -14,7 +14,8 @@ ROOT = os.path.dirname(os.path.abspath(vidcorr.__file__))
 # Every name a notebook could take from ``vidcorr`` before the sub-packages, and the new ones.
 PUBLIC = ["tf", "batch_norm", "fake_quant", "quantize_transform", "layers", "NetworkSpec",
           "layer_plan", "mind", "load_config", "Trainer", "train", "Matcher", "Matches",
-          "MatchOptions", "to_rgb_float", "match_picture", "run_evaluation", "EvaluationPlan"]
+          "MatchOptions", "to_rgb_float", "match_picture", "run_evaluation", "EvaluationPlan",
+          "adapt", "AdaptSettings"]
 
 # Sub-packages by layer: a module may import its own layer and the layers below it only.
 # readout and training are side by side: neither imports the other.

@@ -29,6 +29,8 @@ _PUBLIC = {
     "match_picture": "vidcorr.io.visualize",
     "run_evaluation": "vidcorr.evaluation.evaluate",
     "EvaluationPlan": "vidcorr.evaluation.plan",
+    "adapt": "vidcorr.apps.adapt",
+    "AdaptSettings": "vidcorr.apps.adapt",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]

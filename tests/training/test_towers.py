@@ -224,3 +224,18 @@ def test_frame_real_weight_takes_real_triplets_out_of_the_frame_term(tmp_path):
         assert sum(each) == pytest.approx(loss([1, 1, 1, 1])[0] - real, rel=1e-3)
     finally:
         t.close()
+
+
+def test_tune_chooses_the_layers_the_optimizer_changes():
+    from vidcorr.compat import tf
+    from vidcorr.model.network import mind
+    from vidcorr.model.spec import NetworkSpec
+    from vidcorr.training.towers import tuned_variables
+
+    with tf.Graph().as_default():
+        mind(tf.zeros([1, 32, 32, 6]), True, spec=NetworkSpec(width=0.125))
+        names = {t: [v.op.name for v in tuned_variables(t)] for t in ("all", "decoder", "head")}
+    assert sorted(names["head"]) == ["mind/output/biases", "mind/output/weights"]
+    assert all(n.startswith(("mind/dec", "mind/output/")) for n in names["decoder"])
+    assert set(names["head"]) < set(names["decoder"]) < set(names["all"])
+    assert any(n.startswith("mind/enc") for n in names["all"])

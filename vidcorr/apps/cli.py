@@ -1,5 +1,6 @@
-"""The command-line programs: ``vidcorr-train``, ``vidcorr-correspond``, ``vidcorr-evaluate``
-and ``vidcorr-export`` (console entry points), also run as ``python scripts/X.py``.
+"""The command-line programs: ``vidcorr-train``, ``vidcorr-correspond``, ``vidcorr-evaluate``,
+``vidcorr-export`` and ``vidcorr-adapt`` (console entry points), also run as
+``python scripts/X.py``.
 
 Each parses its arguments, calls the library and turns user errors into one
 line and an exit code (:func:`vidcorr.errors.run_cli`). TensorFlow is imported
@@ -22,7 +23,7 @@ from vidcorr.readout.options import (DEFAULT_MEMORY_MB, DEFAULT_READOUT, DEFAULT
 from vidcorr.readout.pyramid import DEFAULT_STRIDE, UPSAMPLES
 from vidcorr.quiet import quiet_stderr
 
-__all__ = ["train_main", "correspond_main", "evaluate_main", "export_main"]
+__all__ = ["train_main", "correspond_main", "evaluate_main", "export_main", "adapt_main"]
 
 
 def train_main(argv=None):
@@ -371,4 +372,60 @@ def export_main(argv=None):
                 args.run if len(args.run) > 1 else args.run[0], args.out, args.evaluation,
                 args.notes,
                 interpolation=not args.no_interpolation))
+    return code
+
+
+def adapt_main(argv=None):
+    """Fine-tune a model on your own footage (no labels needed) and write a model folder.
+
+      vidcorr-adapt clip.mp4 [more clips or frame folders] --out models/mine [--minutes 5]
+      vidcorr-correspond --frames DIR --checkpoint models/mine
+
+    Trains on triplets of the clips with the model's own self-supervised recipe, judged
+    by the interpolation PSNR on the end of each clip, held back; keeps the best weights,
+    and writes the source model unchanged if adaptation does not beat it. Ctrl-C ends the
+    training and keeps the best so far."""
+    from vidcorr.apps.adapt import DEFAULT_LEARNING_RATE, DEFAULT_MINUTES, DEFAULT_VALIDATE_EVERY
+    parser = argparse.ArgumentParser(description=inspect.cleandoc(adapt_main.__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sources", nargs="+", help="video files or frame folders")
+    parser.add_argument("--out", required=True, help="the model folder to write")
+    parser.add_argument("--model", help="the model to adapt (default: the packaged one)")
+    parser.add_argument("--minutes", type=float, default=DEFAULT_MINUTES,
+                        help="time budget from the start (default %(default)s)")
+    parser.add_argument("--steps", type=int, help="a number of steps instead of --minutes")
+    parser.add_argument("--learning-rate", type=float, default=DEFAULT_LEARNING_RATE,
+                        help="Adam's learning rate (default %(default)s)")
+    parser.add_argument("--tune", default="all", help="the layers to change: all, decoder or "
+                                                       "head (default %(default)s)")
+    parser.add_argument("--crop", type=int, nargs=2, metavar=("H", "W"),
+                        help="training crop (default: the model's recipe)")
+    parser.add_argument("--max-height", type=int,
+                        help="downscale frames to at most this many rows (default: the "
+                             "model's recipe)")
+    parser.add_argument("--batch-size", type=int, help="default: the model's recipe")
+    parser.add_argument("--validate-every", type=int, default=DEFAULT_VALIDATE_EVERY,
+                        help="steps between validations (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
+    args = parser.parse_args(argv)
+    with quiet_stderr(not args.verbose):
+        return _adapt(args)
+
+
+def _adapt(args):
+    from vidcorr.apps.adapt import AdaptSettings, adapt
+    from vidcorr.training.trainer import TrainingDiverged
+
+    def work():
+        settings = AdaptSettings(
+            minutes=args.minutes, steps=args.steps, learning_rate=args.learning_rate,
+            tune=args.tune, crop=args.crop, max_height=args.max_height,
+            batch_size=args.batch_size, validate_every=args.validate_every, seed=args.seed)
+        return adapt(args.sources, args.out, args.model, settings,
+                     log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)
+
+    code, _ = run_cli(work, errors=(UserError, TrainingDiverged),
+                      interrupted="interrupted before training started; nothing was written")
     return code

@@ -29,13 +29,13 @@ from vidcorr.io.files import (atomic_write, check_replaceable, check_writable_fo
                               publish, remove_empty_folders, replace_folder, staging_folder)
 from vidcorr.readout.inference import checkpoint_values
 
-__all__ = ["export_model", "average_values", "CARD_FILE", "MAX_MODEL_MB"]
+__all__ = ["export_model", "average_values", "check_out", "portable", "CARD_FILE", "MAX_MODEL_MB"]
 
 CARD_FILE = rundir.CARD_FILE
 MAX_MODEL_MB = 25.0
 
 
-def _check_out(out, prefix):
+def check_out(out, prefix):
     """Refuses an ``out`` whose replacement would lose anything but an earlier export.
 
     Raises:
@@ -65,7 +65,7 @@ def _save_values(values, step, prefix):
             saver.save(sess, prefix)
 
 
-def _portable(path):
+def portable(path):
     """A path for a shipped card: relative to the working directory when inside it,
     otherwise the run folder and file name only (no paths of the exporting machine)."""
     if not isinstance(path, str) or not os.path.isabs(path) and not path.startswith(".."):
@@ -124,7 +124,8 @@ def _validation_split(data):
                                                                  data.val_triplets)
 
 
-def export_model(run, out, evaluation=None, notes="", interpolation=True, log=print):
+def export_model(run, out, evaluation=None, notes="", interpolation=True, log=print,
+                 extra=None):
     """Exports a run's latest (or given) checkpoint to a model folder with a card.
 
     Args:
@@ -138,6 +139,7 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
       notes: free text for the card.
       interpolation: measure the validation PSNR/SSIM for the card.
       log: print-like.
+      extra: more card entries, ``{key: JSON-able value}`` (``vidcorr-adapt``'s record).
 
     Returns:
       The card as a dict.
@@ -152,20 +154,21 @@ def export_model(run, out, evaluation=None, notes="", interpolation=True, log=pr
         raise UserError("no checkpoint to export")
     prefixes = [rundir.find_checkpoint(r) for r in runs]
     for p in prefixes:
-        _check_out(out, p)
+        check_out(out, p)
     created = check_writable_folder(os.path.dirname(os.path.abspath(out)), "the folder of --out")
     try:
         config = _common_config(prefixes)
         step = rundir.checkpoint_step(prefixes[0])
         values = average_values([checkpoint_values(p) for p in prefixes])
         card = _card(config, prefixes, step, notes, evaluation)
+        card.update(extra or {})
         with staging_folder(out) as staging:
             _write_model(staging, values, step, config, out)
             if interpolation:  # measured on the folder's own weights (an average's too)
                 card["validation"] = _validation(staging, step, config.data, log)
             _finish(staging, card)
             for p in prefixes:  # again: the folder may have changed while we measured
-                _check_out(out, p)
+                check_out(out, p)
             replace_folder(staging, out)
     finally:  # a failed or interrupted export leaves no empty folders it made
         remove_empty_folders(created)
@@ -186,8 +189,8 @@ def _common_config(prefixes):
         if other is not None and other.model != config.model:
             raise UserError("cannot average %s and %s: their configs' networks differ"
                             % (prefix, p))
-    return config.replace(train={"run_dir": _portable(config.train.run_dir),
-                                 "init_from": _portable(config.train.init_from)})
+    return config.replace(train={"run_dir": portable(config.train.run_dir),
+                                 "init_from": portable(config.train.init_from)})
 
 
 def _card(config, prefixes, step, notes, evaluation):
@@ -195,7 +198,7 @@ def _card(config, prefixes, step, notes, evaluation):
     checkpoints (an export of an export keeps its list), the evaluation report."""
     card = {
         "name": config.name, "exported": datetime.date.today().isoformat(),
-        "source_checkpoint": _portable(prefixes[0]), "steps": step,
+        "source_checkpoint": portable(prefixes[0]), "steps": step,
         "samples_seen": step * config.train.batch_size,
         "data": {"sources": list(config.data.sources), "max_height": config.data.max_height,
                  "gap": config.data.gap, "crop": [config.data.crop_height, config.data.crop_width],
@@ -203,7 +206,7 @@ def _card(config, prefixes, step, notes, evaluation):
         "config": config.to_dict(), "notes": notes,
     }
     if len(prefixes) > 1:
-        card["averaged"] = [_portable(p) for p in prefixes]
+        card["averaged"] = [portable(p) for p in prefixes]
     else:
         source_card = _read_card(os.path.dirname(prefixes[0]))
         if source_card.get("averaged"):
@@ -213,7 +216,7 @@ def _card(config, prefixes, step, notes, evaluation):
             with open(evaluation) as f:
                 report = json.load(f)
             models = report.get("meta", {}).get("models", {})
-            report.setdefault("meta", {})["models"] = {k: _portable(v) for k, v in models.items()}
+            report.setdefault("meta", {})["models"] = {k: portable(v) for k, v in models.items()}
             card["evaluation"] = report
         except (OSError, ValueError) as err:
             raise UserError("cannot read the evaluation report %s: %s" % (evaluation, err))

@@ -28,6 +28,10 @@ MAX_DEVICES = 64  # train.num_devices (towers)
 MAX_STEPS = 10 ** 9
 MAX_THREADS = 1024
 
+# train.tune: the layers a run changes, by the first part of their scope under the model's.
+TUNES = ("all", "decoder", "head")
+TUNE_SCOPES = {"all": None, "decoder": ("dec", "output"), "head": ("output",)}
+
 # The train terms that act on the kernel head's weights.
 KERNEL_TERMS = ("frame_weight", "symmetry_weight", "smooth_weight", "warp_weight")
 
@@ -130,6 +134,7 @@ class TrainConfig:
     threads: int = 0
     num_devices: int = 1
     seed: int = 0
+    tune: str = "all"
 
     def validate(self):
         _check(1 <= self.batch_size <= MAX_BATCH, "train.batch_size",
@@ -140,6 +145,8 @@ class TrainConfig:
                "must divide train.batch_size (%d) so every tower gets the same share"
                % self.batch_size)
         _check(1 <= self.steps <= MAX_STEPS, "train.steps", "must be from 1 to %d" % MAX_STEPS)
+        _check(self.tune in TUNES, "train.tune", "must be one of %s (the layers the optimizer "
+               "changes)" % ", ".join(repr(t) for t in TUNES))
         _check(self.learning_rate > 0, "train.learning_rate", "must be positive")
         _check(self.lr_schedule in ("constant", "exponential", "cosine"), "train.lr_schedule",
                "must be 'constant', 'exponential' or 'cosine'")

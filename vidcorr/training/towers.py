@@ -23,13 +23,13 @@ import contextlib
 
 from vidcorr.compat import tf, tower_devices
 from vidcorr.model import kernels
-from vidcorr.model.config import KERNEL_TERMS
+from vidcorr.model.config import KERNEL_TERMS, TUNE_SCOPES
 from vidcorr.model.warping import warp_frames
 from vidcorr.model.losses import training_loss
 from vidcorr.model.network import mind
 from vidcorr.model.spec import MODEL_SCOPE
 
-__all__ = ["Towers", "build_towers", "kernel_terms", "PARAMETER_DEVICE"]
+__all__ = ["Towers", "build_towers", "kernel_terms", "tuned_variables", "PARAMETER_DEVICE"]
 
 PARAMETER_DEVICE = "/device:CPU:0"
 _VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp")
@@ -72,6 +72,18 @@ def kernel_terms(endpoints, config):
     if train.warp_weight > 0:
         terms["warps"] = warp_frames(endpoints["padded"], terms["offsets"], top, left)
     return terms
+
+
+def tuned_variables(tune):
+    """The network's trainable variables that ``train.tune`` lets the optimizer change:
+    ``"all"``, ``"decoder"`` (the decoder blocks and the output layer) or ``"head"`` (the
+    output layer)."""
+    scopes = TUNE_SCOPES[tune]
+    variables = tf.trainable_variables(MODEL_SCOPE)
+    if scopes is None:
+        return variables
+    return [v for v in variables
+            if v.op.name[len(MODEL_SCOPE) + 1:].split("/")[0].startswith(scopes)]
 
 
 def build_towers(config, optimizer, inputs, targets, is_training, quantize, global_step,
@@ -118,7 +130,7 @@ def build_towers(config, optimizer, inputs, targets, is_training, quantize, glob
             loss = training_loss(pred, shares_tg[i], config.train, layered=shares_ly[i],
                                  **kernel_terms(ends, config))
             grads.append(optimizer.compute_gradients(
-                loss, var_list=tf.trainable_variables(MODEL_SCOPE)))
+                loss, var_list=tuned_variables(config.train.tune)))
             predictions.append(pred)
             losses.append(loss)
     if n == 1:

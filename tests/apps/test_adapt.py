@@ -1,0 +1,124 @@
+"""vidcorr-adapt (vidcorr.apps.adapt): learning from a clip, never into a worse model."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vidcorr.apps.adapt import AdaptSettings, adapt
+from vidcorr.apps.cli import adapt_main
+from vidcorr.compat import tf
+from vidcorr.errors import UserError
+from vidcorr.io import rundir
+
+
+def _clip(folder, frames=40, size=(48, 96), velocity=(0.0, 1.0), noise=False, seed=0):
+    """A frame folder: a smooth random texture moving by ``velocity`` (dy, dx) pixels per
+    frame, or (``noise``) independent noise in every frame."""
+    rng = np.random.RandomState(seed)
+    h, w = size
+    big = rng.rand(h // 4 + 20, w // 4 + 30, 3)
+    texture = np.kron(big, np.ones((4, 4, 1)))  # blocks of 4 px: learnable motion
+    os.makedirs(str(folder))
+    for i in range(frames):
+        if noise:
+            image = rng.rand(h, w, 3)
+        else:
+            y, x = int(round(8 + velocity[0] * i)) % 40, int(round(8 + velocity[1] * i)) % 80
+            image = texture[y:y + h, x:x + w]
+        Image.fromarray((image * 255).astype(np.uint8)).save(str(folder / ("f%03d.png" % i)))
+    return str(folder)
+
+
+def _values(prefix):
+    return {n: tf.train.load_variable(prefix, n) for n, _ in tf.train.list_variables(prefix)
+            if n.startswith("mind/") and "Adam" not in n}  # the network, not the optimizer
+
+
+def test_a_clip_with_motion_is_learned_and_the_model_loads_everywhere(trained_tiny, tmp_path):
+    from vidcorr.apps.export import export_model
+    from vidcorr.readout.matching import Matcher
+
+    config, _ = trained_tiny
+    clip = _clip(tmp_path / "clip", velocity=(0.0, 1.0))
+    out = str(tmp_path / "adapted")
+    lines = []
+    record = adapt([clip], out, model=config.train.run_dir, settings=AdaptSettings(
+        steps=40, learning_rate=1e-3, validate_every=10, val_fraction=0.2, batch_size=4),
+        log=lines.append, progress=False)
+    assert record["adapted"], record
+    assert record["validation_psnr_after"] > record["validation_psnr_before"] + 0.1, record
+    assert any("source model on" in line for line in lines)
+    with open(os.path.join(out, "card.json")) as f:
+        card = json.load(f)
+    assert card["adaptation"]["clips"] == [clip] and card["adaptation"]["recipe"]["tune"] == "all"
+    assert card["adaptation"]["best_step"] in (10, 20, 30, 40)
+    assert card["steps"] == card["adaptation"]["best_step"]
+    assert sorted(os.listdir(str(tmp_path))) == ["adapted", "clip"]  # no scratch run left
+    # loadable by every command: the matcher, an export, a further adaptation's source
+    frames = sorted(os.listdir(clip))
+    matcher = Matcher(out)
+    matches = matcher.match(os.path.join(clip, frames[0]), os.path.join(clip, frames[2]),
+                            stride=8)
+    matcher.close()
+    assert len(matches) == 6 * 12
+    export_model(out, str(tmp_path / "copy"), interpolation=False, log=lambda m: None)
+    again = rundir.find_checkpoint(str(tmp_path / "copy"))
+    source = rundir.find_checkpoint(out)
+    assert all(np.array_equal(v, _values(again)[n]) for n, v in _values(source).items())
+
+
+def test_nothing_learned_means_the_source_weights_unchanged(trained_tiny, tmp_path, capsys):
+    """A noise clip and a learning rate that can only hurt: the folder gets the source
+    model's weights, value for value, and the run says so."""
+    config, _ = trained_tiny
+    clip = _clip(tmp_path / "noise", noise=True)
+    out = str(tmp_path / "adapted")
+    code = adapt_main([clip, "--out", out, "--model", config.train.run_dir, "--steps", "10",
+                       "--learning-rate", "0.01", "--validate-every", "5", "--batch-size", "4",
+                       "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "not adapted: no validation beat the source model's" in err
+    source = rundir.find_checkpoint(config.train.run_dir)
+    written = rundir.find_checkpoint(out)
+    before, after = _values(source), _values(written)
+    assert sorted(before) == sorted(after)
+    assert all(np.array_equal(before[n], after[n]) for n in before)
+    with open(os.path.join(out, "card.json")) as f:
+        record = json.load(f)["adaptation"]
+    assert not record["adapted"] and record["validation_psnr_after"] == \
+        record["validation_psnr_before"]
+
+
+def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsys):
+    config, _ = trained_tiny
+    run = config.train.run_dir
+    clip = _clip(tmp_path / "clip", frames=6)
+    for argv, message in (
+            ([str(tmp_path / "missing.mp4")], "not found"),
+            ([clip, "--tune", "encoder"], "tune must be one of all, decoder, head"),
+            ([clip, "--minutes", "0"], "minutes must be above 0"),
+            ([clip, "--learning-rate", "1"], "learning_rate must be above 0 and at most 0.01"),
+            ([clip, "--crop", "16", "64"], "crop must be an integer from 32"),
+            ([clip, "--model", str(tmp_path / "none")], "checkpoint not found"),
+            ([clip, "--steps", "2", "--crop", "64", "128"], "smaller than the crop"),
+            ([clip, "--out", run], "is the source model; write the adapted one elsewhere"),
+            ([clip, "--out", clip], "is not empty and is not an earlier export")):
+        args = argv + (["--out", str(tmp_path / "out")] if "--out" not in argv else [])
+        args += [] if "--model" in argv else ["--model", run]
+        assert adapt_main(args + ["--no-progress"]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith("error: ") and message in err[-1], (argv, err)
+        assert not (tmp_path / "out").exists()
+    assert sorted(os.listdir(str(tmp_path))) == ["clip"]  # no scratch folder left
+
+
+def test_settings_are_validated():
+    with pytest.raises(UserError, match="val_fraction must be above 0 and below 0.5"):
+        AdaptSettings(val_fraction=0.7)
+    with pytest.raises(UserError, match="steps must be an integer from 1"):
+        AdaptSettings(steps=0)
+    assert AdaptSettings(crop=[64, 128]).crop == (64, 128)

@@ -1,0 +1,232 @@
+"""Adaptation: fine-tune a model on the user's own clips, never into a worse one.
+
+``vidcorr-adapt CLIP [CLIP ...] --out MODEL`` (:func:`adapt`) trains the model (the
+packaged one, or ``--model``) on triplets of the user's clips with the self-supervised
+interpolation loss of the model's own recipe (its ``config.json``: the loss terms, the
+layered-motion share, the crop and frame size), starting from its weights:
+
+* **The clips' own held-back triplets judge it.** The data's time split keeps the last
+  ``val_fraction`` of every clip out of training; the interpolation PSNR there is measured
+  before the first step, every ``validate_every`` steps and at the end, and the best
+  weights are kept (in memory, with the batch-norm statistics).
+* **Never worse.** If no validation beats the source model by ``MIN_GAIN_DB``, the folder
+  gets the source model's weights and config unchanged, and the card and the log say so.
+* **A budget**: ``minutes`` from the start, reading the clips and building the graph
+  included (a constant learning rate), or ``steps`` (cosine);
+  Ctrl-C or SIGTERM ends the training after the current step and keeps the best so far.
+* **Out**: a model folder like ``vidcorr-export``'s (every command takes it: ``--checkpoint``,
+  ``Matcher(path)``, ``vidcorr-export``), written atomically, whose card records the source
+  model, the clips, the recipe, the steps and seconds, and the PSNR before and after.
+
+Training runs in a hidden scratch run folder beside ``--out``, removed at the end.
+"""
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from typing import Optional, Tuple
+
+from vidcorr.errors import UserError
+from vidcorr.io import rundir
+from vidcorr.io.files import check_writable_folder, remove_empty_folders
+from vidcorr.model.config import MAX_BATCH, MAX_SIDE, TUNES
+
+__all__ = ["AdaptSettings", "adapt", "MIN_GAIN_DB", "DEFAULT_MINUTES"]
+
+DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
+DEFAULT_LEARNING_RATE = 3e-5
+DEFAULT_VALIDATE_EVERY = 25
+MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
+SCRATCH_PREFIX = ".adapt-"
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptSettings:
+    """How to adapt (validated; every field has a default).
+
+    Attributes:
+      minutes: the training time budget (ignored when ``steps`` is given).
+      steps: a fixed number of steps instead (cosine learning rate); None: ``minutes``.
+      learning_rate: Adam's (constant under a time budget).
+      tune: the layers to change: ``"all"``, ``"decoder"`` or ``"head"``.
+      crop: ``(height, width)`` of the training crops; None: the recipe's.
+      max_height: frames are downscaled to at most this many rows; None: the recipe's.
+      batch_size: None: the recipe's.
+      validate_every: steps between validations on the held-back triplets.
+      val_fraction: the share of each clip's frames held back (its end).
+      seed: of the data and the graph.
+    """
+    minutes: float = DEFAULT_MINUTES
+    steps: Optional[int] = None
+    learning_rate: float = DEFAULT_LEARNING_RATE
+    tune: str = "all"
+    crop: Optional[Tuple[int, int]] = None
+    max_height: Optional[int] = None
+    batch_size: Optional[int] = None
+    validate_every: int = DEFAULT_VALIDATE_EVERY
+    val_fraction: float = 0.1
+    seed: int = 0
+
+    def __post_init__(self):
+        def integer(name, low, high, value):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise UserError("%s must be an integer from %d to %d, got %r"
+                                % (name, low, high, value))
+        if self.steps is None and not (isinstance(self.minutes, (int, float)) and
+                                       0 < self.minutes <= 24 * 60):
+            raise UserError("minutes must be above 0 and at most a day (1440), got %r"
+                            % (self.minutes,))
+        if self.steps is not None:
+            integer("steps", 1, 10 ** 6, self.steps)
+        if not (isinstance(self.learning_rate, float) and 0 < self.learning_rate <= 1e-2):
+            raise UserError("learning_rate must be above 0 and at most 0.01, got %r"
+                            % (self.learning_rate,))
+        if self.tune not in TUNES:
+            raise UserError("tune must be one of %s, got %r" % (", ".join(TUNES), self.tune))
+        if self.crop is not None:
+            if len(tuple(self.crop)) != 2:
+                raise UserError("crop must be (height, width), got %r" % (self.crop,))
+            for value in self.crop:
+                integer("crop", 32, MAX_SIDE, value)
+            object.__setattr__(self, "crop", tuple(self.crop))
+        if self.max_height is not None:
+            integer("max_height", 32, MAX_SIDE, self.max_height)
+        if self.batch_size is not None:
+            integer("batch_size", 1, MAX_BATCH, self.batch_size)
+        integer("validate_every", 1, 10 ** 6, self.validate_every)
+        if not (isinstance(self.val_fraction, float) and 0 < self.val_fraction < 0.5):
+            raise UserError("val_fraction must be above 0 and below 0.5, got %r"
+                            % (self.val_fraction,))
+
+
+def _config(source, sources, settings, run_dir, prefix):
+    """The adaptation's run config: the source model's recipe on the user's clips."""
+    s = settings
+    data = {"sources": list(sources), "synthetic": False, "val_split": "time",
+            "val_fraction": s.val_fraction, "seed": s.seed}
+    if s.crop is not None:
+        data.update(crop_height=s.crop[0], crop_width=s.crop[1])
+    if s.max_height is not None:
+        data["max_height"] = s.max_height
+    train = {"run_dir": run_dir, "init_from": prefix, "init_widen": False,
+             "learning_rate": s.learning_rate, "tune": s.tune, "seed": s.seed,
+             "steps": s.steps or 10 ** 6, "lr_schedule": "cosine" if s.steps else "constant",
+             "lr_decay_steps": s.steps or 10 ** 6, "validate_every": s.validate_every,
+             "checkpoint_every": 10 ** 6, "summary_every": 10 ** 6, "keep_checkpoints": 1,
+             "num_devices": 1}
+    if s.batch_size is not None:
+        train["batch_size"] = s.batch_size
+    return source.replace(data=data, train=train)
+
+
+def adapt(sources, out, model=None, settings=None, log=print, progress=True):
+    """Fine-tunes a model on the user's clips and writes a model folder (module docstring).
+
+    Args:
+      sources: video files or frame folders (``pkg:`` paths too).
+      out: the model folder to write: new, empty or an earlier model folder (replaced
+        atomically); never a run or the source model itself.
+      model: the source model (a model folder, run or checkpoint prefix); None: the
+        packaged default.
+      settings: :class:`AdaptSettings` (None: the defaults).
+      log: print-like, for one line per event.
+      progress: show a progress bar over the steps.
+
+    Returns:
+      The card's ``adaptation`` record (a dict).
+
+    Raises:
+      UserError: for bad sources, settings, model or ``out`` (before any training), or a
+        failed write.
+    """
+    from vidcorr.apps.export import check_out, export_model, portable
+    from vidcorr.readout.matching import DEFAULT_MODEL
+
+    settings = settings if settings is not None else AdaptSettings()
+    sources = [os.fspath(s) for s in ([sources] if isinstance(sources, (str, os.PathLike))
+                                      else list(sources))]
+    if not sources:
+        raise UserError("give at least one video or frame folder to adapt to")
+    prefix = rundir.find_checkpoint(model or DEFAULT_MODEL)
+    source_config = rundir.read_config(prefix)
+    if source_config is None:
+        raise UserError("%s has no config.json beside it: adaptation needs the model's recipe"
+                        % prefix)
+    if os.path.abspath(out) == os.path.abspath(os.path.dirname(prefix)):
+        raise UserError("--out %s is the source model; write the adapted one elsewhere" % out)
+    check_out(out, prefix)
+    parent = os.path.dirname(os.path.abspath(out))
+    created = check_writable_folder(parent, "the folder of --out")
+    scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=parent)
+    try:
+        config = _config(source_config, sources, settings, os.path.join(scratch, "run"), prefix)
+        record, best = _train(config, settings, log, progress)
+        record.update(source_model=portable(prefix), clips=sources, recipe={
+            "learning_rate": settings.learning_rate, "tune": settings.tune,
+            "schedule": config.train.lr_schedule, "batch_size": config.train.batch_size,
+            "crop": [config.data.crop_height, config.data.crop_width],
+            "max_height": config.data.max_height, "loss": config.train.loss,
+            "census_weight": config.train.census_weight,
+            "smooth_weight": config.train.smooth_weight,
+            "layered_fraction": config.data.layered_fraction,
+            "validate_every": settings.validate_every, "minutes": settings.minutes,
+            "steps": settings.steps})
+        if best is None:  # never worse: the source model as it was
+            export_model(prefix, out, notes="vidcorr-adapt: not adapted (%s)" % record["reason"],
+                         interpolation=False, log=lambda m: None, extra={"adaptation": record})
+        else:
+            export_model(best, out, notes="vidcorr-adapt on %s" % ", ".join(sources),
+                         interpolation=False, log=lambda m: None, extra={"adaptation": record})
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        remove_empty_folders(created)
+    log("%s: %s" % (out, _summary(record)))
+    return record
+
+
+def _summary(record):
+    before, after = record["validation_psnr_before"], record["validation_psnr_after"]
+    if record["adapted"]:
+        return ("adapted in %d steps (%.0f s): held-back PSNR %.2f -> %.2f dB (%+.2f dB)"
+                % (record["best_step"], record["seconds"], before, after, after - before))
+    return "not adapted: %s; the source model's weights are written unchanged" % record["reason"]
+
+
+def _train(config, settings, log, progress):
+    """Trains under the budget; returns ``(record, best checkpoint prefix or None)``."""
+    from vidcorr.training.adapting import AdaptTrainer
+
+    start = time.time()  # the budget counts the loading and building too
+    trainer = AdaptTrainer(config, start + 60.0 * settings.minutes if settings.steps is None
+                           else None, log=log, progress=progress)
+    try:
+        trainer.setup()
+        before = trainer.validate()
+        trainer.consider(before, 0)
+        log("source model on %d held-back triplets: %.2f dB (frame average %.2f dB)"
+            % (len(trainer.val_inputs), before["val_psnr"], before["baseline_psnr"]))
+        results = trainer.train()
+        trainer.consider(results, trainer.step)
+        seconds = time.time() - start
+        gain = trainer.best_psnr - before["val_psnr"]
+        record = {"validation_psnr_before": round(before["val_psnr"], 3),
+                  "validation_psnr_after": round(trainer.best_psnr, 3),
+                  "frame_average_psnr": round(before["baseline_psnr"], 3),
+                  "val_triplets": int(len(trainer.val_inputs)), "steps": int(trainer.step),
+                  "best_step": int(trainer.best_step), "seconds": round(seconds, 1),
+                  "interrupted": bool(results.get("interrupted")),
+                  "adapted": gain >= MIN_GAIN_DB, "reason": None}
+        if gain < MIN_GAIN_DB:
+            record["reason"] = ("no validation beat the source model's %.2f dB on the held-back "
+                                "triplets by %g dB (best %.2f dB)"
+                                % (before["val_psnr"], MIN_GAIN_DB, trainer.best_psnr))
+            record["validation_psnr_after"] = record["validation_psnr_before"]
+            return record, None
+        return record, trainer.save_best()
+    except BaseException:
+        trainer._abandon()
+        raise
+    finally:
+        trainer.close()
