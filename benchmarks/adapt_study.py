@@ -29,7 +29,7 @@ def settings_of(text, steps, seed):
         key = {"lr": "learning_rate"}.get(key, key)
         if key == "crop":
             value = tuple(int(v) for v in value.split("x"))
-        elif key in ("learning_rate", "val_fraction", "minutes"):
+        elif key in ("learning_rate", "val_fraction", "minutes", "layered_fraction"):
             value = float(value)
         elif key in ("steps", "max_height", "batch_size", "validate_every", "seed"):
             value = int(value)

@@ -200,14 +200,9 @@ def test_the_input_contract_is_checked_by_the_wrapper_and_in_the_graph(exported)
     model.close()
 
 
-def test_a_full_disk_or_a_failed_swap_keeps_the_earlier_export(exported, tmp_path,
-                                                               monkeypatch):
-    import errno
-    import shutil
-
+def test_a_full_disk_is_one_line_and_leaves_no_folders(exported, tmp_path, monkeypatch):
     from vidcorr.apps import serving
     from vidcorr.compat import tf
-    from vidcorr.io import files
     from tests.test_errors import TF2_FULL_DISK
 
     checkpoint, out = exported
@@ -220,24 +215,7 @@ def test_a_full_disk_or_a_failed_swap_keeps_the_earlier_export(exported, tmp_pat
         export_serving(checkpoint, str(fresh), max_levels=1, log=lambda m: None)
     assert str(err.value) == "cannot write %s: No space left on device" % fresh
     assert not (tmp_path / "new").exists()  # no empty parents left
-    monkeypatch.undo()
-    earlier = str(tmp_path / "earlier")
-    shutil.copytree(out, earlier)
-    monkeypatch.setattr(files, "_exchange", lambda a, b: False)
-    real, calls = os.rename, []
-
-    def rename(a, b):
-        calls.append(b)
-        if len(calls) == 2:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
-        real(a, b)
-    monkeypatch.setattr(files.os, "rename", rename)
-    with pytest.raises(UserError, match="cannot write .*earlier: Input/output error"):
-        export_serving(checkpoint, earlier, max_levels=1, log=lambda m: None)
-    assert sorted(os.listdir(str(tmp_path))) == ["earlier"]
-    model = ServingModel(earlier)  # the earlier export, whole
-    assert model.description["max_levels"] == LEVELS
-    model.close()
+    # the swap that keeps an earlier export: tests/io/test_files.py (replace_folder)
 
 
 def test_the_serving_example_refuses_what_it_cannot_do(exported, tmp_path):

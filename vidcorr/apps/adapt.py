@@ -54,6 +54,8 @@ class AdaptSettings:
       crop: ``(height, width)`` of the training crops; None: the recipe's.
       max_height: frames are downscaled to at most this many rows; None: the recipe's.
       batch_size: None: the recipe's.
+      layered_fraction: the share of synthetic layered-motion triplets made from the clips'
+        frames (:mod:`vidcorr.training.layered`); None: the recipe's.
       validate_every: steps between validations on the held-back triplets.
       val_fraction: the share of each clip's frames held back (its end).
       seed: of the data and the graph.
@@ -65,6 +67,7 @@ class AdaptSettings:
     crop: Optional[Tuple[int, int]] = None
     max_height: Optional[int] = None
     batch_size: Optional[int] = None
+    layered_fraction: Optional[float] = None
     validate_every: int = DEFAULT_VALIDATE_EVERY
     val_fraction: float = 0.1
     seed: int = 0
@@ -95,6 +98,11 @@ class AdaptSettings:
             integer("max_height", 32, MAX_SIDE, self.max_height)
         if self.batch_size is not None:
             integer("batch_size", 1, MAX_BATCH, self.batch_size)
+        if self.layered_fraction is not None and not (
+                isinstance(self.layered_fraction, (int, float)) and
+                0 <= self.layered_fraction <= 1):
+            raise UserError("layered_fraction must be in [0, 1], got %r"
+                            % (self.layered_fraction,))
         integer("validate_every", 1, 10 ** 6, self.validate_every)
         if not (isinstance(self.val_fraction, float) and 0 < self.val_fraction < 0.5):
             raise UserError("val_fraction must be above 0 and below 0.5, got %r"
@@ -110,6 +118,8 @@ def _config(source, sources, settings, run_dir, prefix):
         data.update(crop_height=s.crop[0], crop_width=s.crop[1])
     if s.max_height is not None:
         data["max_height"] = s.max_height
+    if s.layered_fraction is not None:
+        data["layered_fraction"] = float(s.layered_fraction)
     train = {"run_dir": run_dir, "init_from": prefix, "init_widen": False,
              "learning_rate": s.learning_rate, "tune": s.tune, "seed": s.seed,
              "steps": s.steps or 10 ** 6, "lr_schedule": "cosine" if s.steps else "constant",

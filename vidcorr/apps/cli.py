@@ -25,6 +25,8 @@ from vidcorr.quiet import quiet_stderr
 
 __all__ = ["train_main", "correspond_main", "evaluate_main", "export_main", "adapt_main"]
 
+ADAPTED_MODEL = "adapted_model"  # correspond --adapt's model folder in --out
+
 
 def train_main(argv=None):
     """Train the MIND interpolation network: python scripts/train.py --config configs/X.json"""
@@ -132,6 +134,10 @@ def correspond_main(argv=None):
     _pair_arguments(parser)
     parser.add_argument("--checkpoint", help="run directory or checkpoint prefix "
                                              "(default: the packaged model)")
+    parser.add_argument("--adapt", type=float, metavar="MINUTES",
+                        help="with --video or --frames: first adapt the model to that footage "
+                             "for MINUTES (vidcorr-adapt; the model is kept in OUT/"
+                             "adapted_model), then match with it")
     parser.add_argument("--stride", type=int, default=DEFAULT_STRIDE,
                         help="grid stride in pixels")
     parser.add_argument("--max-size", type=int, help="downscale pairs whose longer side exceeds "
@@ -179,6 +185,20 @@ def correspond_main(argv=None):
         return _correspond(args, options)
 
 
+def _adapted(args):
+    """``--adapt MINUTES``: adapts ``--checkpoint`` (or the packaged model) to the ``--video``
+    or ``--frames`` footage into ``OUT/adapted_model``; returns that folder."""
+    from vidcorr.apps.adapt import AdaptSettings, adapt
+
+    source = args.video or args.frames
+    if not source:
+        raise UserError("--adapt needs the footage to learn from: --video FILE or --frames DIR")
+    out = os.path.join(args.out, ADAPTED_MODEL)
+    adapt([source], out, args.checkpoint, AdaptSettings(minutes=args.adapt),
+          log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)
+    return out
+
+
 def match_options(parser, args, names):
     """The :class:`vidcorr.readout.options.MatchOptions` of the flags ``names``; a bad value
     is a usage error naming its flag (exit 2)."""
@@ -202,6 +222,8 @@ def _correspond(args, options):
     def work():
         pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
                            args.start, args.count)
+        if args.adapt is not None:  # the adapted model is the one that matches
+            args.checkpoint = _adapted(args)
         if args.shard:
             pairs = shard_pairs(pairs, parse_shard(args.shard))
         return correspond_pairs(pairs, args.out, matcher, stride=args.stride,

@@ -211,7 +211,7 @@ def test_graph_is_finalised_and_full_maps(setup):
 
 def test_bad_weights_and_grid(setup, random_checkpoint):
     values = fold_batch_norm(checkpoint_values(random_checkpoint))
-    with pytest.raises(UserError, match="another model width"):
+    with pytest.raises(UserError, match="a different model.width"):
         SensitivityGraph(NetworkSpec(width=0.25), H, W, values)
     with pytest.raises(UserError, match="backward must be one of"):
         GradientSettings(backward="loop")
