@@ -7,13 +7,16 @@
 Each variant adapts the packaged model (or --model) to the clip with ``vidcorr.adapt``
 (a fixed number of steps, so variants compare at equal work) and writes its model folder
 under --out-dir; one markdown row per variant: the held-back PSNR before and after, the
-best step, the seconds. A variant is ``key=value`` pairs of
+best step, the seconds, and (one clip) the forward-backward consistency rate of the
+matches on the clip's held-back end (the source model's first). A variant is ``key=value`` pairs of
 :class:`vidcorr.apps.adapt.AdaptSettings` (``lr`` is ``learning_rate``; ``crop=64x128``).
 """
 
 import argparse
 import os
 import sys
+
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -37,6 +40,21 @@ def settings_of(text, steps, seed):
     return AdaptSettings(**fields)
 
 
+def consistency_rate(model, frames, pairs=8, stride=8, tolerance=1.0):
+    """The share of grid matches, over ``pairs`` pairs (t, t+2) from the end of the clip
+    (the held-back part), whose swapped pair's match agrees within ``tolerance`` px: a
+    measure of the matches that needs no ground truth."""
+    from vidcorr.readout.matching import Matcher
+    matcher = Matcher(model, max_seconds=0, min_confidence=0.0)
+    rates = []
+    for t in range(len(frames) - 2 - pairs, len(frames) - 2):
+        m = matcher.match(frames[t], frames[t + 2], stride=stride, consistency=True,
+                          tolerance=tolerance)
+        rates.append(m.valid.mean())
+    matcher.close()
+    return float(np.mean(rates))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sources", nargs="+")
@@ -46,19 +64,31 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", default="runs/adapt_study")
     args = parser.parse_args()
+    from vidcorr.io import rundir
+    from vidcorr.io.video import load_frames
+    from vidcorr.readout.matching import DEFAULT_MODEL
     rows = []
     with quiet_stderr(True):
+        clip = None
+        if len(args.sources) == 1:  # matches on the clip's held-back end, before and after
+            first = settings_of(args.variants[0], args.steps, args.seed)
+            recipe = rundir.read_config(rundir.find_checkpoint(args.model or DEFAULT_MODEL))
+            clip = load_frames(args.sources[0], first.max_height or recipe.data.max_height)
+            print("| source model | consistency %.3f |" % consistency_rate(args.model, clip),
+                  flush=True)
         for variant in args.variants:
             out = os.path.join(args.out_dir, variant.replace(",", "_").replace("=", "-"))
             r = adapt(args.sources, out, args.model, settings_of(variant, args.steps, args.seed),
                       log=lambda m: print(m, file=sys.stderr), progress=False)
-            rows.append("| %s | %.2f | %.2f | %+.2f | %d | %.0f | %s |" % (
+            rate = consistency_rate(out, clip) if clip is not None else float("nan")
+            rows.append("| %s | %.2f | %.2f | %+.2f | %d | %.0f | %.3f | %s |" % (
                 variant, r["validation_psnr_before"], r["validation_psnr_after"],
                 r["validation_psnr_after"] - r["validation_psnr_before"], r["best_step"],
-                r["seconds"], out))
+                r["seconds"], rate, out))
             print(rows[-1], flush=True)
-    print("| variant | PSNR before | after | gain dB | best step | seconds | model |")
-    print("|---|---|---|---|---|---|---|")
+    print("| variant | PSNR before | after | gain dB | best step | seconds | consistency | "
+          "model |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 
