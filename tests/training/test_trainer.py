@@ -186,7 +186,7 @@ def test_script_bad_config_prints_one_line(tmp_path):
                           "checkpoint_every",
                           "keep_checkpoints", "summary_every",
                           "validate_every", "init_from", "init_widen", "threads", "num_devices",
-                          "seed"]))]
+                          "seed", "tune"]))]
     assert "Traceback" not in proc.stderr
 
 
