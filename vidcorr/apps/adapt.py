@@ -36,7 +36,7 @@ from vidcorr.model.config import MAX_BATCH, MAX_SIDE, TUNES
 __all__ = ["AdaptSettings", "adapt", "MIN_GAIN_DB", "DEFAULT_MINUTES"]
 
 DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
-DEFAULT_LEARNING_RATE = 1e-3  # the best of 3e-5 to 1e-3 (benchmarks/adapt_study.py)
+DEFAULT_LEARNING_RATE = 3e-4  # the study's best without forgetting (docs/adaptation.md)
 DEFAULT_VALIDATE_EVERY = 25
 MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
 SCRATCH_PREFIX = ".adapt-"
