@@ -220,3 +220,20 @@ def test_a_failed_staging_removes_the_parent_folders_it_made(tmp_path):
         with files.staging_folder(out):
             raise RuntimeError("full disk")
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_scratch_folders_of_killed_processes_are_removed():
+    import subprocess
+    import sys
+    import tempfile
+
+    parent = tempfile.mkdtemp()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = os.path.join(parent, ".adapt-%d-abcdefgh" % dead.pid)
+    live = os.path.join(parent, ".adapt-%d-zyxwvuts" % os.getpid())
+    for path in (stale, live):
+        os.makedirs(os.path.join(path, "run"))
+    fresh = files.scratch_folder(parent, ".adapt-")
+    assert sorted(os.listdir(parent)) == sorted([os.path.basename(live),
+                                                 os.path.basename(fresh)])

@@ -18,19 +18,19 @@ layered-motion share, the crop and frame size), starting from its weights:
   ``Matcher(path)``, ``vidcorr-export``), written atomically, whose card records the source
   model, the clips, the recipe, the steps and seconds, and the PSNR before and after.
 
-Training runs in a hidden scratch run folder beside ``--out``, removed at the end.
+Training runs in a hidden scratch run folder beside ``--out`` (``.adapt-PID-RANDOM``),
+removed at the end, or by the next adaptation into that folder if the process was killed.
 """
 
 import dataclasses
 import os
 import shutil
-import tempfile
 import time
 from typing import Optional, Tuple
 
-from vidcorr.errors import UserError
+from vidcorr.errors import UserError, first_line
 from vidcorr.io import rundir
-from vidcorr.io.files import check_writable_folder, remove_empty_folders
+from vidcorr.io.files import check_writable_folder, remove_empty_folders, scratch_folder
 from vidcorr.model.config import MAX_BATCH, MAX_SIDE, TUNES
 
 __all__ = ["AdaptSettings", "adapt", "MIN_GAIN_DB", "DEFAULT_MINUTES"]
@@ -169,7 +169,11 @@ def adapt(sources, out, model=None, settings=None, log=print, progress=True):
     check_out(out, prefix)
     parent = os.path.dirname(os.path.abspath(out))
     created = check_writable_folder(parent, "the folder of --out")
-    scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=parent)
+    try:
+        scratch = scratch_folder(parent, SCRATCH_PREFIX)  # and a killed run's removed
+    except OSError as err:
+        remove_empty_folders(created)
+        raise UserError("cannot write into %s: %s" % (parent, first_line(err)))
     try:
         config = _config(source_config, sources, settings, os.path.join(scratch, "run"), prefix)
         record, best = _train(config, settings, log, progress)

@@ -37,7 +37,8 @@ import time
 from vidcorr.errors import UserError, first_line
 
 __all__ = ["umask", "publish", "atomic_path", "atomic_write", "staging_folder",
-           "replace_folder", "recover_folder", "remove_stale_parts", "check_writable_folder",
+           "replace_folder", "recover_folder", "remove_stale_parts", "scratch_folder",
+           "check_writable_folder",
            "check_replaceable", "make_folders", "remove_empty_folders"]
 
 STAGING_PREFIX = ".staging-"
@@ -197,6 +198,17 @@ def remove_stale_parts(folder):
             except OSError:
                 pass
     return removed
+
+
+def scratch_folder(parent, prefix):
+    """A new folder ``PREFIX<pid>-<random>`` in ``parent``, after removing those of the same
+    prefix whose processes are gone (what a killed command left)."""
+    pattern = re.compile(r"^%s(\d+)-[a-z0-9_]+$" % re.escape(prefix))
+    for name in os.listdir(parent):
+        match = pattern.match(name)
+        if match and not _alive(int(match.group(1))):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix="%s%d-" % (prefix, os.getpid()), dir=parent)
 
 
 def recover_folder(out):
