@@ -33,13 +33,15 @@ from vidcorr.io import rundir
 from vidcorr.io.files import check_writable_folder, remove_empty_folders, scratch_folder
 from vidcorr.model.config import MAX_BATCH, MAX_SIDE, TUNES
 
-__all__ = ["AdaptSettings", "adapt", "MIN_GAIN_DB", "DEFAULT_MINUTES"]
+__all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "MIN_GAIN_DB", "DEFAULT_MINUTES",
+           "ADAPTED_MODEL"]
 
 DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
 DEFAULT_LEARNING_RATE = 3e-4  # the study's best without forgetting (docs/adaptation.md)
 DEFAULT_VALIDATE_EVERY = 25
 MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
 SCRATCH_PREFIX = ".adapt-"
+ADAPTED_MODEL = "adapted_model"  # correspond --adapt's model folder in its --out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,6 +200,20 @@ def adapt(sources, out, model=None, settings=None, log=print, progress=True):
         remove_empty_folders(created)
     log("%s: %s" % (out, _summary(record)))
     return record
+
+
+def adapt_to_footage(source, out_dir, model, minutes, log=print, progress=True):
+    """``vidcorr-correspond --adapt MINUTES``: adapts ``model`` (None: the packaged one) to
+    the ``--video`` or ``--frames`` footage into ``OUT_DIR/adapted_model``; returns that folder.
+
+    Raises:
+      UserError: without footage (two images or a list), or as :func:`adapt` does.
+    """
+    if not source:
+        raise UserError("--adapt needs the footage to learn from: --video FILE or --frames DIR")
+    out = os.path.join(out_dir, ADAPTED_MODEL)
+    adapt([source], out, model, AdaptSettings(minutes=minutes), log=log, progress=progress)
+    return out
 
 
 def _summary(record):

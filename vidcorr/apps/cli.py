@@ -25,8 +25,6 @@ from vidcorr.quiet import quiet_stderr
 
 __all__ = ["train_main", "correspond_main", "evaluate_main", "export_main", "adapt_main"]
 
-ADAPTED_MODEL = "adapted_model"  # correspond --adapt's model folder in --out
-
 
 def train_main(argv=None):
     """Train the MIND interpolation network: python scripts/train.py --config configs/X.json"""
@@ -117,6 +115,10 @@ def _pair_arguments(parser):
     parser.add_argument("--count", type=int, default=1, help="number of pairs from --video")
     parser.add_argument("--gap", type=int, default=2,
                         help="frame gap for --frames and --video (default 2)")
+    parser.add_argument("--adapt", type=float, metavar="MINUTES",
+                        help="with --video or --frames: first adapt the model to that footage "
+                             "for MINUTES (vidcorr-adapt; the model is kept in OUT/"
+                             "adapted_model), then match with it")
 
 
 def correspond_main(argv=None):
@@ -134,10 +136,6 @@ def correspond_main(argv=None):
     _pair_arguments(parser)
     parser.add_argument("--checkpoint", help="run directory or checkpoint prefix "
                                              "(default: the packaged model)")
-    parser.add_argument("--adapt", type=float, metavar="MINUTES",
-                        help="with --video or --frames: first adapt the model to that footage "
-                             "for MINUTES (vidcorr-adapt; the model is kept in OUT/"
-                             "adapted_model), then match with it")
     parser.add_argument("--stride", type=int, default=DEFAULT_STRIDE,
                         help="grid stride in pixels")
     parser.add_argument("--max-size", type=int, help="downscale pairs whose longer side exceeds "
@@ -185,20 +183,6 @@ def correspond_main(argv=None):
         return _correspond(args, options)
 
 
-def _adapted(args):
-    """``--adapt MINUTES``: adapts ``--checkpoint`` (or the packaged model) to the ``--video``
-    or ``--frames`` footage into ``OUT/adapted_model``; returns that folder."""
-    from vidcorr.apps.adapt import AdaptSettings, adapt
-
-    source = args.video or args.frames
-    if not source:
-        raise UserError("--adapt needs the footage to learn from: --video FILE or --frames DIR")
-    out = os.path.join(args.out, ADAPTED_MODEL)
-    adapt([source], out, args.checkpoint, AdaptSettings(minutes=args.adapt),
-          log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)
-    return out
-
-
 def match_options(parser, args, names):
     """The :class:`vidcorr.readout.options.MatchOptions` of the flags ``names``; a bad value
     is a usage error naming its flag (exit 2)."""
@@ -223,7 +207,10 @@ def _correspond(args, options):
         pairs = list_pairs(args.images, args.pairs, args.frames, args.gap, args.video,
                            args.start, args.count)
         if args.adapt is not None:  # the adapted model is the one that matches
-            args.checkpoint = _adapted(args)
+            from vidcorr.apps.adapt import adapt_to_footage
+            args.checkpoint = adapt_to_footage(
+                args.video or args.frames, args.out, args.checkpoint, args.adapt,
+                log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)
         if args.shard:
             pairs = shard_pairs(pairs, parse_shard(args.shard))
         return correspond_pairs(pairs, args.out, matcher, stride=args.stride,
