@@ -58,6 +58,7 @@ setup(
         "vidcorr-evaluate = vidcorr.apps.cli:evaluate_main",
         "vidcorr-export = vidcorr.apps.cli:export_main",
         "vidcorr-adapt = vidcorr.apps.cli:adapt_main",
+        "vidcorr-track = vidcorr.apps.cli_track:track_main",
     ]},
     license="MIT",
 )

@@ -31,6 +31,9 @@ _PUBLIC = {
     "EvaluationPlan": "vidcorr.evaluation.plan",
     "adapt": "vidcorr.apps.adapt",
     "AdaptSettings": "vidcorr.apps.adapt",
+    "track": "vidcorr.apps.track",
+    "Tracks": "vidcorr.apps.track",
+    "TrackSettings": "vidcorr.tracking.chain",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]

@@ -15,11 +15,12 @@ import re
 import numpy as np
 from PIL import Image, ImageOps
 
-from vidcorr.errors import UserError
+from vidcorr.errors import UserError, first_line
 
 __all__ = ["IMAGE_EXTENSIONS", "to_rgb_float", "resolve_source", "load_frames",
            "read_image", "to_uint8", "uint8_to_float", "resize_frame", "resize_float",
-           "natural_key", "frame_names", "float_batch", "FLOAT_TOLERANCE"]
+           "natural_key", "frame_names", "float_batch", "FLOAT_TOLERANCE",
+           "count_frames", "stream_frames"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".tif", ".tiff")
 _SYSTEM_PACKAGE_DIRS = ("/usr/lib/python3/dist-packages", "/usr/share/pyshared")
@@ -170,22 +171,65 @@ def frame_names(folder):
                   key=natural_key)
 
 
-def _folder_frames(path, max_height):
-    names = frame_names(path)
-    frames, first = [], None
-    for name in names:
-        frame = to_uint8(read_image(os.path.join(path, name)))
+def count_frames(source):
+    """The number of frames of a source (a video's container may not say: None).
+
+    Raises:
+      UserError: for a missing path or a video that cannot be opened.
+    """
+    path = resolve_source(source)
+    if os.path.isdir(path):
+        return len(frame_names(path))
+    if not os.path.isfile(path):
+        raise UserError("video or frame folder not found: %s" % source)
+    try:
+        import av  # optional extra
+    except ImportError:
+        return None
+    try:
+        with av.open(path) as container:
+            return int(container.streams.video[0].frames) or None
+    except Exception as err:  # PyAV's error classes differ between versions
+        raise UserError("cannot decode video %s: %s" % (source, first_line(err)))
+
+
+def stream_frames(source, max_height=0):
+    """Yields the frames of a source one at a time, ``[H, W, 3]`` uint8 (a clip of any
+    length in constant memory).
+
+    Args:
+      source: a video file, a folder of frames, or a ``pkg:`` path.
+      max_height: frames taller than this are downscaled to it (0: keep).
+
+    Raises:
+      UserError: (while iterating) for a missing path, a file that cannot be decoded,
+        frames of mixed sizes or a source with no frames.
+    """
+    path = resolve_source(source)
+    if os.path.isdir(path):
+        names = frame_names(path)
+        frames = (read_image(os.path.join(path, name)) for name in names)
+        label = lambda i: names[i]  # noqa: E731
+    elif os.path.isfile(path):
+        frames = _decoded(path)
+        label = lambda i: "frame %d" % i  # noqa: E731
+    else:
+        raise UserError("video or frame folder not found: %s" % source)
+    first = None
+    for index, frame in enumerate(frames):
+        frame = to_uint8(frame)
         if first is None:
-            first = (name, frame.shape)
-        elif frame.shape != first[1]:
+            first = frame.shape
+        elif frame.shape != first:
             raise UserError("%s: frames differ in size: %s is %dx%d but %s is %dx%d"
-                            % (path, first[0], first[1][1], first[1][0], name, frame.shape[1],
-                               frame.shape[0]))
-        frames.append(resize_frame(frame, max_height))
-    return frames
+                            % (path, label(0), first[1], first[0], label(index),
+                               frame.shape[1], frame.shape[0]))
+        yield resize_frame(frame, max_height)
+    if first is None:
+        raise UserError("%s: no frames found" % source)
 
 
-def _video_frames(path, max_height):
+def _decoded(path):
     try:
         import av  # optional extra
     except ImportError:
@@ -193,19 +237,21 @@ def _video_frames(path, max_height):
     if av is not None:
         try:
             with av.open(path) as container:
-                return [resize_frame(f.to_ndarray(format="rgb24"), max_height)
-                        for f in container.decode(video=0)]
+                for frame in container.decode(video=0):
+                    yield frame.to_ndarray(format="rgb24")
+            return
         except Exception as err:  # PyAV's error classes differ between versions
-            raise UserError("cannot decode video %s: %s" % (path, err))
+            raise UserError("cannot decode video %s: %s" % (path, first_line(err)))
     try:
         import imageio.v3 as iio
     except ImportError:
         raise UserError("%s: decoding video needs PyAV: pip install -e .[video] "
                         "(or pip install av)" % path)
     try:
-        return [resize_frame(np.asarray(f)[..., :3], max_height) for f in iio.imiter(path)]
+        for frame in iio.imiter(path):
+            yield np.asarray(frame)[..., :3]
     except Exception as err:  # imageio raises plugin-specific errors
-        raise UserError("cannot decode video %s: %s" % (path, err))
+        raise UserError("cannot decode video %s: %s" % (path, first_line(err)))
 
 
 def load_frames(source, max_height=0):
@@ -222,16 +268,7 @@ def load_frames(source, max_height=0):
       UserError: for a missing path, an unreadable file, frames of mixed
         sizes or a source with no frames.
     """
-    path = resolve_source(source)
-    if os.path.isdir(path):
-        frames = _folder_frames(path, max_height)
-    elif os.path.isfile(path):
-        frames = _video_frames(path, max_height)
-    else:
-        raise UserError("video or frame folder not found: %s" % source)
-    if not frames:
-        raise UserError("%s: no frames found" % source)
-    return np.stack(frames)
+    return np.stack(list(stream_frames(source, max_height)))
 
 
 FLOAT_TOLERANCE = 1e-3  # float images may stray this far outside [0, 1] (then clipped)

@@ -5,7 +5,7 @@ import colorsys
 import numpy as np
 from PIL import Image, ImageDraw
 
-__all__ = ["flow_to_color", "direction_color", "match_picture"]
+__all__ = ["flow_to_color", "direction_color", "match_picture", "TrackDrawing"]
 
 
 def direction_color(dx, dy, magnitude=1.0):
@@ -78,3 +78,65 @@ def match_picture(frame_t, frame_t2, matches, path, max_lines=150):
     canvas.paste(Image.fromarray((0.5 * a + 0.5 * b).astype(np.uint8)), (w, h))
     canvas.save(path, format="PNG")
     return canvas.size
+
+
+def _track_colours(queries):
+    """A colour per track, its hue from where it starts (neighbours look alike)."""
+    q = np.asarray(queries, np.float64)
+    span = np.ptp(q[:, 1]) if len(q) else 1.0
+    hues = (q[:, 1] - q[:, 1].min()) / max(span, 1e-6) * 0.8 if len(q) else []
+    return [tuple(int(255 * c) for c in colorsys.hsv_to_rgb(h, 0.9, 1.0)) for h in hues]
+
+
+class TrackDrawing(object):
+    """Pictures of :class:`vidcorr.apps.track.Tracks`: every track on the last frame (solid
+    where visible, a hollow end where the point is hidden) and an animated GIF of the clip
+    with each point and its last ``tail`` frames drawn. Frames are added one at a time;
+    the GIF keeps at most ``max_frames`` of them (evenly spaced) at most ``max_width``
+    pixels wide, so its memory is bounded whatever the clip's length.
+    """
+
+    def __init__(self, tracks, tail=10, max_frames=120, max_width=480):
+        self.result, self.tail = tracks, tail
+        self.colours = _track_colours(tracks.queries)
+        count = len(tracks.frames)
+        self.keep = set(np.linspace(0, count - 1, min(count, max_frames)).round().astype(int))
+        self.max_width, self.gif, self.last = max_width, [], None
+
+    def _draw(self, frame, k, tail, scale=1.0):
+        image = Image.fromarray(_uint8(frame))
+        if scale != 1.0:
+            image = image.resize((max(1, int(round(image.width * scale))),
+                                  max(1, int(round(image.height * scale)))), Image.BILINEAR)
+        draw = ImageDraw.Draw(image)
+        r = self.result
+        first = 0 if tail is None else max(0, k - tail)
+        for n, colour in enumerate(self.colours):
+            xy = (r.tracks[n, first:k + 1] + 0.5) * scale - 0.5
+            seen = r.visible[n, first:k + 1]
+            for i in range(1, len(xy)):
+                if seen[i] and seen[i - 1] and np.isfinite(xy[i - 1:i + 1]).all():
+                    draw.line([tuple(xy[i - 1]), tuple(xy[i])], fill=colour, width=1)
+            if np.isfinite(xy[-1]).all():
+                x, y = xy[-1]
+                box = [x - 2, y - 2, x + 2, y + 2]
+                draw.ellipse(box, fill=colour if seen[-1] else None, outline=colour)
+        return image
+
+    def add(self, k, frame):
+        """Adds tracked frame ``k`` ([H, W, 3] uint8 or float)."""
+        self.last = (k, frame)
+        if k in self.keep:
+            scale = min(1.0, self.max_width / float(np.asarray(frame).shape[1]))
+            self.gif.append(self._draw(frame, k, self.tail, scale).convert(
+                "P", palette=Image.ADAPTIVE))
+
+    def picture(self):
+        """The tracks on the last frame added, ``[H, W, 3]`` uint8."""
+        k, frame = self.last
+        return np.asarray(self._draw(frame, k, None))
+
+    def save(self, png, gif):
+        """Writes the last frame's picture and the animation."""
+        Image.fromarray(self.picture()).save(png)
+        self.gif[0].save(gif, save_all=True, append_images=self.gif[1:], duration=80, loop=0)

@@ -1,0 +1,267 @@
+"""``vidcorr-track``: points followed through a video, with visibility per frame.
+
+:func:`track` streams the frames once, reads every consecutive pair with the kernel
+read-out (one graph for the frame size; the pair and its swap in one ``sess.run``)
+and chains the read-outs (:mod:`vidcorr.tracking.chain`). A query may start at any
+tracked frame: from there it is followed forward in the same pass, and backward in
+a second pass over the read-outs and frames up to the last query's frame, which the
+first pass kept in a scratch folder on disk (memory stays flat in the clip's
+length). :class:`Tracks` holds the result and writes ``tracks.npz``, ``tracks.csv``,
+``tracks.png`` (the tracks on the last frame) and ``tracks.gif`` (the clip with the
+tracks drawn, a third pass over the frames) into a folder that appears whole or not
+at all.
+"""
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+from tqdm import tqdm
+
+from vidcorr.errors import UserError
+from vidcorr.io.files import check_replaceable, replace_folder, scratch_folder, staging_folder
+from vidcorr.io.video import count_frames, stream_frames, uint8_to_float
+from vidcorr.tracking.chain import Chain, PairReadout, TrackSettings
+from vidcorr.tracking.queries import (check_queries, confident_queries, frame_indices,
+                                      grid_queries, read_queries)
+
+__all__ = ["Tracks", "track", "OUTPUTS"]
+
+OUTPUTS = ("tracks.npz", "tracks.csv", "tracks.png", "tracks.gif")
+
+
+class Tracks(object):
+    """Tracks of N points over T frames.
+
+    Attributes:
+      tracks: ``[N, T, 2]`` (x, y) per frame (predicted where invisible; NaN before a
+        point's query frame is reached, never after).
+      visible: ``[N, T]`` bool.
+      confidence: ``[N, T]`` the read-out's confidence at the point (1 at its query).
+      queries: ``[N, 3]`` (t, x, y), t a frame index of the source.
+      frames: ``[T]`` the source's frame indices.
+      seconds: wall time of the tracking (``read_out``, ``chain`` and ``total``).
+    """
+
+    def __init__(self, tracks, visible, confidence, queries, frames, seconds=None):
+        self.tracks, self.visible = np.asarray(tracks), np.asarray(visible, bool)
+        self.confidence, self.queries = np.asarray(confidence), np.asarray(queries)
+        self.frames, self.seconds = np.asarray(frames), dict(seconds or {})
+
+    def save(self, path):
+        """Writes the arrays as ``.npz``."""
+        np.savez_compressed(path, tracks=self.tracks.astype(np.float32), visible=self.visible,
+                            confidence=self.confidence.astype(np.float32),
+                            queries=self.queries, frames=self.frames)
+
+    def save_csv(self, path):
+        """One row per point and frame: ``point,t,x,y,visible,confidence``."""
+        n, t = self.visible.shape
+        table = np.column_stack([np.repeat(np.arange(n), t), np.tile(self.frames, n),
+                                 self.tracks.reshape(-1, 2), self.visible.ravel().astype(int),
+                                 self.confidence.ravel()])
+        np.savetxt(path, table, fmt=["%d", "%d", "%.3f", "%.3f", "%d", "%.4f"], delimiter=",",
+                   header="point,t,x,y,visible,confidence", comments="")
+
+    @classmethod
+    def load(cls, path):
+        """Reads tracks written by :meth:`save`."""
+        with np.load(path) as data:
+            return cls(data["tracks"], data["visible"], data["confidence"], data["queries"],
+                       data["frames"])
+
+
+def _queries(queries, grid, best):
+    given = sum(x is not None for x in (queries, grid, best))
+    if given != 1:
+        raise UserError("give exactly one of --queries FILE, --grid S or --best N")
+    if isinstance(queries, (str, os.PathLike)):
+        return read_queries(os.fspath(queries))
+    if queries is not None:
+        queries = np.asarray(queries, np.float64)
+        if queries.ndim != 2 or queries.shape[1] != 3 or not len(queries) or \
+                not np.isfinite(queries).all():
+            raise UserError("queries must be a non-empty [N, 3] array of (t, x, y)")
+        return queries
+    return None
+
+
+def _check_out(out):
+    if out is not None:
+        check_replaceable(out, lambda names: set(names) <= set(OUTPUTS), "an earlier tracks folder")
+
+
+class _ReadOuts(object):
+    """The consecutive pairs' read-outs, one graph for the frame size."""
+
+    def __init__(self, matcher, height, width, consistency):
+        if matcher.options.readout != "kernel":
+            raise UserError("tracking needs the kernel read-out (a model with a kernel head), "
+                            "not %r" % matcher.options.readout)
+        self.graph = matcher.readout.graph_for(height, width)
+        self.consistency = consistency
+
+    def read(self, a, b):
+        if self.consistency:
+            res = self.graph.run(np.stack([a, b]), np.stack([b, a]))
+            return PairReadout(res["position"][0], res["confidence"][0],
+                               (res["position"][1], res["confidence"][1])), res
+        res = self.graph.run(a[None], b[None])
+        return PairReadout(res["position"][0], res["confidence"][0]), res
+
+
+def track(source, queries=None, grid=None, best=None, start=0, end=None, every=1, matcher=None,
+          settings=None, max_height=0, out=None, progress=True):
+    """Follows points through a clip (see the module docstring).
+
+    Args:
+      source: a video file, a frame folder or a ``pkg:`` path.
+      queries: ``[N, 3]`` (t, x, y) or a query file's path; t a frame index of the source.
+      grid: a grid stride on the first tracked frame, instead of ``queries``.
+      best: the number of most confident matches of the first tracked frame to follow.
+      start: the first frame.
+      end: the last frame (inclusive; None: the clip's end).
+      every: the frame step.
+      matcher: a :class:`vidcorr.Matcher` (default: the packaged model, kernel read-out).
+      settings: a :class:`vidcorr.tracking.chain.TrackSettings`.
+      max_height: downscale frames taller than this (0: keep).
+      out: a folder for ``tracks.npz``, ``.csv``, ``.png`` and ``.gif`` (None: nothing written).
+      progress: progress bars over frames.
+
+    Returns:
+      :class:`Tracks`.
+
+    Raises:
+      UserError: one line, for bad input of any kind; nothing is written then.
+    """
+    import time
+
+    from vidcorr.readout.matching import Matcher
+
+    given = _queries(queries, grid, best)
+    settings = settings if settings is not None else TrackSettings()
+    frame_indices(None, start, end, every)  # the arguments, before any decoding
+    _check_out(out)
+    count = count_frames(source) or sum(1 for _ in stream_frames(source, max_height))
+    frames = frame_indices(count, start, end, every)
+    matcher = matcher if matcher is not None else Matcher()
+    clock = {"read_out": 0.0, "chain": 0.0, "start": time.time()}
+    stream = _tracked(source, max_height, frames)
+    first = next(stream)
+    height, width = first.shape[:2]
+    readouts = _ReadOuts(matcher, height, width, settings.consistency)
+    second = next(stream)
+    t0 = time.time()
+    pair, res = readouts.read(uint8_to_float(first), uint8_to_float(second))
+    clock["read_out"] += time.time() - t0
+    if given is None and grid is not None:
+        given = grid_queries(int(frames[0]), height, width, grid)
+    elif given is None:
+        if isinstance(best, bool) or not isinstance(best, (int, np.integer)) or best < 1:
+            raise UserError("--best must be a whole number >= 1, got %r" % (best,))
+        given = confident_queries(int(frames[0]), res["position"][0][..., 0, :],
+                                  res["confidence"][0], best, max(4.0, np.sqrt(
+                                      height * width / float(best)) / 2))
+    slots = check_queries(given, frames, height, width)
+    scratch = scratch_folder(tempfile.gettempdir(), "vidcorr-track-")
+    try:
+        result = _follow(first, second, pair, stream, readouts, given, slots, frames, settings,
+                         scratch, clock, progress)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    clock["total"] = time.time() - clock.pop("start")
+    result.seconds = clock
+    if out is not None:
+        write_tracks(result, source, max_height, out, progress)
+    return result
+
+
+def _tracked(source, max_height, frames):
+    """The tracked frames (uint8), streamed."""
+    wanted, n = set(int(f) for f in frames), 0
+    for index, frame in enumerate(stream_frames(source, max_height)):
+        if index in wanted:
+            n += 1
+            yield frame
+            if n == len(frames):
+                return
+
+
+def _follow(first, second, pair, stream, readouts, queries, slots, frames, settings, scratch,
+            clock, progress):
+    import time
+
+    n, count = len(queries), len(frames)
+    tracks = np.full((n, count, 2), np.nan)
+    visible = np.zeros((n, count), bool)
+    confidence = np.zeros((n, count))
+    last_query = int(slots.max())
+    chain = Chain(n, first.shape[:2], settings)
+
+    def record(k, chain, which):
+        tracks[which, k], visible[which, k] = chain.position[which], chain.visible[which]
+        confidence[which, k] = chain.confidence[which]
+
+    def keep(k, frame, pair=None):
+        if k <= last_query:
+            np.save(os.path.join(scratch, "frame_%06d.npy" % k), frame)
+            if pair is not None:
+                np.savez(os.path.join(scratch, "pair_%06d.npz" % k), **pair.arrays())
+
+    bar = tqdm(total=count, disable=not progress, unit="frame", desc="forward")
+    previous = first
+    for k in range(count):
+        frame = first if k == 0 else second if k == 1 else next(stream)
+        t0 = time.time()
+        if k >= 2:
+            pair, _ = readouts.read(uint8_to_float(previous), uint8_to_float(frame))
+        clock["read_out"] += time.time() - t0
+        t0 = time.time()
+        image = uint8_to_float(frame)
+        if k >= 1:
+            chain.advance(pair, image, forward=True)
+        starting = np.flatnonzero(slots == k)
+        chain.start(starting, queries[starting, 1:], image)
+        record(k, chain, np.flatnonzero(chain.active))
+        clock["chain"] += time.time() - t0
+        keep(k, frame, pair if k >= 1 else None)  # pair (k-1, k) under k
+        previous = frame
+        bar.update(1)
+    bar.close()
+    if last_query > 0:  # queries after the first frame: follow them back to the start
+        back = Chain(n, first.shape[:2], settings)
+        for k in tqdm(range(last_query, 0, -1), disable=not progress, unit="frame",
+                      desc="backward"):
+            t0 = time.time()
+            starting = np.flatnonzero(slots == k)
+            image = uint8_to_float(np.load(os.path.join(scratch, "frame_%06d.npy" % k)))
+            back.start(starting, queries[starting, 1:], image)
+            with np.load(os.path.join(scratch, "pair_%06d.npz" % k)) as data:
+                pair = PairReadout.from_arrays(data)
+            earlier = uint8_to_float(np.load(os.path.join(scratch, "frame_%06d.npy" % (k - 1))))
+            back.advance(pair, earlier, forward=False)
+            record(k - 1, back, np.flatnonzero(back.active))
+            clock["chain"] += time.time() - t0
+    return Tracks(tracks, visible, confidence, queries, frames)
+
+
+def write_tracks(result, source, max_height, out, progress=True):
+    """Writes ``tracks.npz``, ``tracks.csv``, ``tracks.png`` and ``tracks.gif`` into ``out``
+    (replacing an earlier tracks folder whole)."""
+    from vidcorr.io.visualize import TrackDrawing
+
+    _check_out(out)
+    with staging_folder(out) as staging:
+        result.save(os.path.join(staging, "tracks.npz"))
+        result.save_csv(os.path.join(staging, "tracks.csv"))
+        drawing = TrackDrawing(result)
+        wanted = {int(f): k for k, f in enumerate(result.frames)}
+        frames = (f for i, f in enumerate(stream_frames(source, max_height)) if i in wanted)
+        for k, frame in enumerate(tqdm(frames, total=len(wanted), disable=not progress,
+                                       unit="frame", desc="drawing")):
+            drawing.add(k, frame)
+            if k + 1 == len(wanted):
+                break
+        drawing.save(os.path.join(staging, "tracks.png"), os.path.join(staging, "tracks.gif"))
+        replace_folder(staging, out)
