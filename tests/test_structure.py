@@ -15,11 +15,12 @@ ROOT = os.path.dirname(os.path.abspath(vidcorr.__file__))
 PUBLIC = ["tf", "batch_norm", "fake_quant", "quantize_transform", "layers", "NetworkSpec",
           "layer_plan", "mind", "load_config", "Trainer", "train", "Matcher", "Matches",
           "MatchOptions", "to_rgb_float", "match_picture", "run_evaluation", "EvaluationPlan",
-          "adapt", "AdaptSettings"]
+          "adapt", "AdaptSettings", "track", "Tracks", "TrackSettings"]
 
 # Sub-packages by layer: a module may import its own layer and the layers below it only.
-# readout and training are side by side: neither imports the other.
-LAYERS = {"": 0, "model": 1, "io": 2, "readout": 3, "training": 3, "evaluation": 4, "apps": 5}
+# readout, training and tracking are side by side: none imports another.
+LAYERS = {"": 0, "model": 1, "io": 2, "readout": 3, "training": 3, "tracking": 3,
+          "evaluation": 4, "apps": 5}
 
 
 def _modules():

@@ -23,6 +23,7 @@ The peers follow points the way a user would with OpenCV:
 import numpy as np
 
 from vidcorr.evaluation.peers import _gray, dense_flow, require_cv2
+from vidcorr.io.video import uint8_to_float
 from vidcorr.tracking.chain import Chain, PairReadout, TrackSettings
 from vidcorr.tracking.inversion import apply_map
 
@@ -76,7 +77,8 @@ def drift(tracks, truth, truth_visible, after, query_frames):
 
 
 def _dis_pair(a, b):
-    """A :class:`PairReadout` from DIS flows: the middle frame is frame a itself."""
+    """A :class:`PairReadout` from DIS flows of uint8 frames: the middle frame is frame a."""
+    a, b = uint8_to_float(a), uint8_to_float(b)
     forward, backward = dense_flow("dis", a, b), dense_flow("dis", b, a)
     h, w = forward.shape[:2]
     grid = np.stack(np.meshgrid(np.arange(w), np.arange(h)), axis=-1).reshape(-1, 2)
@@ -105,7 +107,7 @@ def dis_tracks(frames, queries_xy, settings=None):
 def _chained(frames, queries_xy, settings, pair_of):
     tracks, visible, previous, chain = [], [], None, None
     for frame in frames:
-        image = np.asarray(frame, np.float32) / 255.0
+        image = uint8_to_float(frame)
         if chain is None:
             chain = Chain(len(queries_xy), frame.shape[:2], settings)
             chain.start(np.arange(len(queries_xy)), queries_xy, image)
@@ -135,7 +137,7 @@ def lk_tracks(frames, queries_xy, tolerance=1.0):
     position = np.asarray(queries_xy, np.float32).copy()
     velocity = np.zeros_like(position)
     for frame in frames:
-        grey = _gray(np.asarray(frame, np.float32) / 255.0)
+        grey = _gray(uint8_to_float(frame))
         h, w = grey.shape
         if previous is None:
             seen = np.ones(len(position), bool)

@@ -17,7 +17,10 @@ the new frame when
   ``tolerance`` pixels of where the forward read-out puts them (the two read-outs
   are then averaged, halving their independent errors),
 * its confidence (the read-out's, sampled at the middle pixel) is at least
-  ``min_confidence``, and
+  ``min_confidence``,
+* its look has not changed suddenly: its template (below) correlates at least
+  ``KEEP_SIMILARITY`` with the new frame's patch (what covers a point passes the
+  read-out's checks, since it is seen in both frames, but it looks different), and
 * it is inside the frame.
 
 **While a point is invisible** it keeps a predicted position: outside the frame it
@@ -52,6 +55,7 @@ __all__ = ["TrackSettings", "PairReadout", "Chain", "patches", "similarity"]
 
 FLAT = 0.02  # a template whose grey levels vary less than this (0-1 scale) is flat
 TEMPLATE_UPDATE = 0.9  # a visible point's template takes its new look if this alike
+KEEP_SIMILARITY = 0.4  # a visible point whose look changes more is hidden (an occluder)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,12 +226,13 @@ class Chain(object):
         came_in = ~self.inside(old) & ~outside  # no read-out sees it in both frames: its look
         look = patches(frame, moved, s.patch)
         alike = similarity(look, self.template[idx])
-        visible = (passed | came_in) & (seen | (alike >= s.min_similarity)) & ~outside & (
+        alike_enough = alike >= np.where(seen, KEEP_SIMILARITY, s.min_similarity)
+        visible = (passed | came_in) & alike_enough & ~outside & (
             confidence >= s.min_confidence)
         # the field moves a point that is seen, one that passes and one outside (the edge's
         # motion); a hidden one moves on at its last visible velocity ...
         guess = old + self.velocity[idx]
-        take = visible | outside | ~self.inside(old) | seen & passed
+        take = visible | outside | ~self.inside(old) | seen & passed & alike_enough
         position = np.where(take[:, None], moved, guess)
         # ... and is looked for there in the new frame, traced back through the pair
         retry = np.flatnonzero(~seen & ~visible & ~take & self.inside(guess))

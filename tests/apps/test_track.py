@@ -1,0 +1,86 @@
+"""vidcorr.track (vidcorr.apps.track): the default model on short clips of known motion."""
+
+import numpy as np
+import pytest
+from PIL import Image
+from scipy import ndimage
+
+from vidcorr.apps.track import track
+from vidcorr.tracking.clips import Layer, LayeredClip, LayerMotion
+
+H, W, LENGTH = 64, 96, 9
+VELOCITY = (0.6, 0.3)  # pixels per frame: a constant sub-pixel translation
+
+
+@pytest.fixture(scope="module")
+def matcher():
+    import vidcorr
+    m = vidcorr.Matcher()
+    yield m
+    m.close()
+
+
+def _texture(seed, h, w):
+    noise = np.random.RandomState(seed).uniform(size=(h, w, 3))
+    return np.clip(0.5 + 3.0 * (ndimage.gaussian_filter(noise, (2.0, 2.0, 0)) - 0.5), 0, 1)
+
+
+def _clip(length=LENGTH):
+    return LayeredClip([Layer(_texture(0, 200, 240), LayerMotion(velocity=VELOCITY),
+                              (W / 2, H / 2), (60, 60))], H, W, length)
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("clip")
+    clip = _clip()
+    for t in range(LENGTH):
+        Image.fromarray(clip.frame(t)).save(str(folder / ("%03d.png" % t)))
+    return str(folder)
+
+
+def _queries(t):
+    ys, xs = np.mgrid[16:H - 15:12, 16:W - 15:12]
+    return np.column_stack([np.full(xs.size, t), xs.ravel(), ys.ravel()]).astype(float)
+
+
+def test_chained_translation_drifts_no_more_than_the_pair_errors_add_up(clip_dir, matcher):
+    queries = _queries(0)
+    result = track(clip_dir, queries=queries, matcher=matcher, progress=False)
+    truth, _ = _clip().truth(queries)
+    # the per-pair error: one step from the true position of each frame
+    from vidcorr.apps.track import _ReadOuts
+    readouts = _ReadOuts(matcher, H, W, True)
+    clip, steps = _clip(), []
+    for k in range(LENGTH - 1):
+        pair, _ = readouts.read(clip.frame(k) / 255.0, clip.frame(k + 1) / 255.0)
+        moved, _, _ = pair.step(truth[:, k], True, 1.0)
+        steps.append(np.linalg.norm(moved - truth[:, k + 1], axis=1))
+    per_pair = np.mean(steps, axis=1)  # [T - 1]
+    error = np.linalg.norm(result.tracks - truth, axis=-1)  # [N, T]
+    assert result.visible.all()
+    assert per_pair.max() < 0.3
+    # the errors may add up (a bias of the read-out does), but chaining adds nothing: after
+    # k frames, at most the sum of the first k pairs' errors (and a hundredth of a pixel)
+    bound = np.concatenate([[0.0], np.cumsum(per_pair)])
+    assert np.all(np.mean(error, axis=0) <= 1.05 * bound + 0.01)
+    assert np.median(error[:, -1]) < 1.0
+
+
+def test_a_query_in_the_middle_is_tracked_both_ways(clip_dir, matcher):
+    queries = np.vstack([_queries(4)[:6], _queries(0)[:2]])
+    result = track(clip_dir, queries=queries, matcher=matcher, progress=False)
+    truth, _ = _clip().truth(queries)
+    assert np.isfinite(result.tracks).all()  # before the query frame too
+    np.testing.assert_array_equal(result.tracks[:6, 4], queries[:6, 1:])
+    error = np.linalg.norm(result.tracks - truth, axis=-1)
+    assert error[:6, :4].max() < 1.5 and error[:6, 5:].max() < 1.5  # backward and forward
+    assert result.visible.all()
+
+
+def test_the_most_confident_points(clip_dir, matcher):
+    result = track(clip_dir, best=10, matcher=matcher, progress=False)
+    q = result.queries
+    assert len(q) == 10 and (q[:, 0] == 0).all()
+    gaps = np.linalg.norm(q[:, None, 1:] - q[None, :, 1:], axis=-1) + 1e9 * np.eye(10)
+    assert gaps.min() >= np.sqrt(H * W / 10.0) / 2 - 1e-9
