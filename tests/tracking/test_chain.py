@@ -17,17 +17,20 @@ def _texture(rng, h, w, smooth=1.5):
     return np.clip(0.5 + 2.5 * (ndimage.gaussian_filter(noise, (smooth, smooth, 0)) - 0.5), 0, 1)
 
 
-def oracle_pair(clip, k):
-    """The exact read-out of frames (k, k+1): the middle frame is frame k itself; the
-    check fails (disagreement 10 px) where a pixel's point is hidden at k+1."""
+def oracle_pair(clip, k, later=None, bias=0.0):
+    """The exact read-out of frames (k, later) (default k+1), plus ``bias`` px on x: the
+    middle frame is frame k itself; the check fails (disagreement 10 px) where a pixel's
+    point is hidden in the later frame."""
+    later = k + 1 if later is None else later
     yy, xx = np.mgrid[0:H, 0:W]
     pixels = np.stack([xx, yy], axis=-1).reshape(-1, 2).astype(float)
     top = clip.which_layer(pixels, k)
     there = np.zeros_like(pixels)
     for i, layer in enumerate(clip.layers):
         on = top == i
-        there[on] = layer.forward(layer.backward(pixels[on], k), k + 1)
-    hidden = clip.which_layer(there, k + 1) != top
+        there[on] = layer.forward(layer.backward(pixels[on], k), later)
+    hidden = clip.which_layer(there, later) != top
+    there[:, 0] += bias
     return PairReadout.from_arrays({
         "shift1": np.zeros((H, W, 2)), "shift3": (there - pixels).reshape(H, W, 2),
         "confidence": np.ones((H, W)), "disagreement": np.where(hidden, 10.0, 0.0).reshape(H, W)})
@@ -129,3 +132,29 @@ def test_patches_and_similarity():
 def test_bad_settings_are_one_line_errors(field, value):
     with pytest.raises(UserError, match=field):
         TrackSettings(**{field: value})
+
+
+def test_anchors_keep_a_biased_chain_from_drifting():
+    rng = np.random.RandomState(5)
+    clip = LayeredClip([Layer(_texture(rng, 160, 180), LayerMotion(velocity=(0.6, 0.2)),
+                              (W / 2, H / 2), (50, 50))], H, W, 17)
+    queries = np.array([[20.0, 20.0], [40.0, 30.0]])
+    truth, _ = clip.truth(np.column_stack([np.zeros(2), queries]))
+    errors = {}
+    for every in (0, 8):
+        chain = Chain(2, (H, W), TrackSettings(anchor_every=every))
+        chain.start([0, 1], queries, clip.frame(0) / 255.0)
+        history = [chain.position.copy()]
+        for k in range(16):
+            frame = clip.frame(k + 1) / 255.0
+            chain.advance(oracle_pair(clip, k, bias=0.1), frame)  # 0.1 px too far each pair
+            if every and (k + 1) % every == 0:
+                start = k + 1 - every
+                moved = chain.reanchor(oracle_pair(clip, start, k + 1, bias=0.1),
+                                       history[start], np.ones(2, bool), frame)
+                assert moved.all()
+            history.append(chain.position.copy())
+        errors[every] = np.abs(np.array(history) - truth.transpose(1, 0, 2))[..., 0]
+    np.testing.assert_allclose(errors[0][-1], 1.6, atol=1e-6)  # 16 pairs of 0.1 px
+    np.testing.assert_allclose(errors[8][-1], 0.2, atol=1e-6)  # two anchors of 0.1 px
+    np.testing.assert_allclose(errors[8][8], 0.1, atol=1e-6)

@@ -12,6 +12,7 @@ tracks drawn, a third pass over the frames) into a folder that appears whole or 
 at all.
 """
 
+import collections
 import os
 import shutil
 import tempfile
@@ -209,10 +210,13 @@ def _follow(first, second, pair, stream, readouts, queries, slots, frames, setti
             if pair is not None:
                 np.savez(os.path.join(scratch, "pair_%06d.npz" % k), **pair.arrays())
 
+    every = settings.anchor_every
+    recent = collections.deque(maxlen=every + 1 if every else 1)  # frames k - every .. k
     bar = tqdm(total=count, disable=not progress, unit="frame", desc="forward")
     previous = first
     for k in range(count):
         frame = first if k == 0 else second if k == 1 else next(stream)
+        recent.append(frame)
         t0 = time.time()
         if k >= 2:
             pair, _ = readouts.read(uint8_to_float(previous), uint8_to_float(frame))
@@ -221,6 +225,13 @@ def _follow(first, second, pair, stream, readouts, queries, slots, frames, setti
         image = uint8_to_float(frame)
         if k >= 1:
             chain.advance(pair, image, forward=True)
+        clock["chain"] += time.time() - t0
+        if every and k >= every and k % every == 0:  # the pair (k - every, k): an anchor
+            t0 = time.time()
+            longer, _ = readouts.read(uint8_to_float(recent[0]), image)
+            clock["read_out"] += time.time() - t0
+            chain.reanchor(longer, tracks[:, k - every], visible[:, k - every], image)
+        t0 = time.time()
         starting = np.flatnonzero(slots == k)
         chain.start(starting, queries[starting, 1:], image)
         record(k, chain, np.flatnonzero(chain.active))
@@ -241,7 +252,18 @@ def _follow(first, second, pair, stream, readouts, queries, slots, frames, setti
                 pair = PairReadout.from_arrays(data)
             earlier = uint8_to_float(np.load(os.path.join(scratch, "frame_%06d.npy" % (k - 1))))
             back.advance(pair, earlier, forward=False)
-            record(k - 1, back, np.flatnonzero(back.active))
+            j = k - 1
+            if every and j % every == 0 and j + every <= last_query:  # (j, j + every)
+                later = uint8_to_float(np.load(os.path.join(scratch, "frame_%06d.npy"
+                                                            % (j + every))))
+                t1 = time.time()
+                longer, _ = readouts.read(earlier, later)
+                clock["read_out"] += time.time() - t1
+                t0 += time.time() - t1  # the chaining's clock skips the read-out
+                back.reanchor(longer, tracks[:, j + every],
+                              visible[:, j + every] & (slots >= j + every), earlier,
+                              forward=False)
+            record(j, back, np.flatnonzero(back.active))
             clock["chain"] += time.time() - t0
     return Tracks(tracks, visible, confidence, queries, frames)
 

@@ -42,6 +42,13 @@ slow changes of look (it is replaced while the new look correlates at least
 re-attaching to what hid it, whose own read-out passes every check. A point
 entering the frame from outside has no read-out that sees it in both frames: its
 look alone decides.
+
+**Anchors.** Chained errors add up pair by pair (a read-out's small bias most of all).
+Every ``anchor_every`` frames, a point seen at both ends of the longer pair (the frame
+that many frames back, and this one) is moved from its position back there by one
+read-out of that pair, when the move passes every check above and stays within
+``MAX_CORRECTION`` pixels of its chained position; anchors build on anchors, so after T
+frames the error is that of T / ``anchor_every`` read-outs, not of T.
 """
 
 import dataclasses
@@ -55,6 +62,8 @@ __all__ = ["TrackSettings", "PairReadout", "Chain", "patches", "similarity"]
 
 FLAT = 0.02  # a template whose grey levels vary less than this (0-1 scale) is flat
 TEMPLATE_UPDATE = 0.9  # a visible point's template takes its new look if this alike
+MAX_ANCHOR = 32  # frames: the longest pair an anchor reads
+MAX_CORRECTION = 1.0  # pixels: an anchor corrects drift; a larger move is not trusted
 KEEP_SIMILARITY = 0.4  # a visible point whose look changes more is hidden (an occluder)
 
 
@@ -69,6 +78,8 @@ class TrackSettings:
         halves the cost and leaves visibility to the other tests.
       patch: the side of the re-finding template (odd, pixels).
       min_similarity: the template correlation a hidden point needs to be seen again.
+      anchor_every: every this many frames, a point seen at both ends is moved from its
+        position that many frames back by one read-out of that longer pair (0: never).
     """
 
     min_confidence: float = 0.05
@@ -76,6 +87,7 @@ class TrackSettings:
     consistency: bool = True
     patch: int = 7
     min_similarity: float = 0.7
+    anchor_every: int = 8
 
     def __post_init__(self):
         for name, low, high in (("min_confidence", 0.0, 1.0), ("tolerance", 0.0, 1e6),
@@ -86,6 +98,10 @@ class TrackSettings:
                 raise UserError("%s must be a number in [%g, %g], got %r" % (name, low, high, value))
         if not isinstance(self.consistency, bool):
             raise UserError("consistency must be True or False, got %r" % (self.consistency,))
+        if isinstance(self.anchor_every, bool) or not isinstance(self.anchor_every, int) or \
+                not 0 <= self.anchor_every <= MAX_ANCHOR:
+            raise UserError("anchor_every must be a whole number of frames in [0, %d], got %r"
+                            % (MAX_ANCHOR, self.anchor_every))
         if isinstance(self.patch, bool) or not isinstance(self.patch, int) or \
                 not 3 <= self.patch <= 31 or self.patch % 2 == 0:
             raise UserError("patch must be an odd number of pixels in [3, 31], got %r"
@@ -248,3 +264,33 @@ class Chain(object):
         self.velocity[idx] = np.where(visible[:, None], position - old, self.velocity[idx])
         self.template[idx] = np.where(update[:, None], look, self.template[idx])
         self.position[idx], self.visible[idx], self.confidence[idx] = position, visible, confidence
+
+    def reanchor(self, pair, earlier, seen_earlier, frame, forward=True):
+        """Moves points seen at both ends of a longer pair from their positions at its first
+        frame by its read-out: chained errors add up pair by pair, one read-out's do not.
+
+        Args:
+          pair: the :class:`PairReadout` of (the earlier frame, the current frame) (or, with
+            ``forward`` False, of the current frame and the later one).
+          earlier: ``[N, 2]`` the points' positions in the pair's other frame.
+          seen_earlier: ``[N]`` bool, visible there.
+          frame: the current frame (float [H, W, 3]).
+          forward: the direction of the chain.
+
+        Returns:
+          ``[N]`` bool: the points moved (those that pass every check, with a move of at
+          most ``MAX_CORRECTION`` pixels from their chained position).
+        """
+        s = self.settings
+        idx = np.flatnonzero(self.active & self.visible & np.asarray(seen_earlier, bool))
+        moved_any = np.zeros(len(self.active), bool)
+        if not len(idx):
+            return moved_any
+        moved, passed, confidence = pair.step(earlier[idx], forward, s.tolerance)
+        alike = similarity(patches(frame, moved, s.patch), self.template[idx])
+        ok = passed & self.inside(moved) & (confidence >= s.min_confidence) & (
+            alike >= KEEP_SIMILARITY) & (
+            np.linalg.norm(moved - self.position[idx], axis=1) <= MAX_CORRECTION)
+        self.position[idx[ok]] = moved[ok]
+        moved_any[idx[ok]] = True
+        return moved_any
