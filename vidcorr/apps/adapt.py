@@ -256,7 +256,7 @@ def _train(config, settings, log, progress):
             return record, None
         return record, trainer.save_best()
     except BaseException:
-        trainer._abandon()
+        trainer.abandon()
         raise
     finally:
         trainer.close()

@@ -108,15 +108,18 @@ def checked_frames(frame_t, frame_t2):
     with tf.name_scope("input_contract"):
         shape_t, shape_t2 = tf.shape(frame_t), tf.shape(frame_t2)
         low, high = -FLOAT_TOLERANCE, 1.0 + FLOAT_TOLERANCE
-        both = tf.concat([tf.reshape(frame_t, [-1]), tf.reshape(frame_t2, [-1])], axis=0)
+        frames = (frame_t, frame_t2)  # reduced one by one: no copy of the two joined
+        finite = tf.logical_and(*[tf.reduce_all(tf.is_finite(f)) for f in frames])
+        least = tf.minimum(*[tf.reduce_min(f) for f in frames])
+        most = tf.maximum(*[tf.reduce_max(f) for f in frames])
         rules = [
             (tf.reduce_all(tf.equal(shape_t, shape_t2)),
              "frame_t and frame_t2 must have the same shape [B, H, W, 3]"),
             (shape_t[0] > 0, "the frames are an empty batch"),
             (tf.reduce_min(shape_t[1:3]) >= MIN_SIZE,
              "frames must be at least %d pixels on each side" % MIN_SIZE),
-            (tf.reduce_all(tf.is_finite(both)), "frames have NaN or infinite values"),
-            (tf.logical_and(tf.reduce_min(both) >= low, tf.reduce_max(both) <= high),
+            (finite, "frames have NaN or infinite values"),
+            (tf.logical_and(least >= low, most <= high),
              "frames must be float in [0, 1] (0-255 data? divide by 255.0)"),
         ]
         done = []

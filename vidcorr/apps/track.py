@@ -149,10 +149,11 @@ def track(source, queries=None, grid=None, best=None, start=0, end=None, every=1
     matcher = matcher if matcher is not None else Matcher()
     clock = {"read_out": 0.0, "chain": 0.0, "start": time.time()}
     stream = _tracked(source, max_height, frames)
-    first = next(stream)
+    first, second = next(stream), next(stream, None)
+    if second is None:
+        raise UserError("%s: fewer than 2 frames could be decoded" % source)
     height, width = first.shape[:2]
     readouts = _ReadOuts(matcher, height, width, settings.consistency)
-    second = next(stream)
     t0 = time.time()
     pair, res = readouts.read(uint8_to_float(first), uint8_to_float(second))
     clock["read_out"] += time.time() - t0
@@ -215,7 +216,10 @@ def _follow(first, second, pair, stream, readouts, queries, slots, frames, setti
     bar = tqdm(total=count, disable=not progress, unit="frame", desc="forward")
     previous = first
     for k in range(count):
-        frame = first if k == 0 else second if k == 1 else next(stream)
+        frame = first if k == 0 else second if k == 1 else next(stream, None)
+        if frame is None:  # a container that promised more frames than it holds
+            raise UserError("the clip ended at tracked frame %d of %d (frame %d): its "
+                            "container gives a wrong frame count" % (k, count, frames[k]))
         recent.append(frame)
         t0 = time.time()
         if k >= 2:

@@ -18,6 +18,11 @@ What "atomic" means for each kind of output:
   command writing ``out`` puts it back (or removes it where the new one made it in), and
   removes the staging folders of processes that are gone (:func:`recover_folder`).
 
+**One machine.** A left-over is judged by its writer's pid, alive or not *on this
+machine*. Two machines writing into one shared folder (NFS) could take each other's
+live writer for a dead one and remove its staging folder or ``.part`` files: give each
+machine its own ``--out``.
+
 ``tempfile`` creates its files ``0600`` and its folders ``0700``; a rename keeps
 that mode, so :func:`publish` first gives the file the mode a plain ``open``
 would have given it under the process's umask (``0666 & ~umask``, folders

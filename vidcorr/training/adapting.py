@@ -71,6 +71,11 @@ class AdaptTrainer(Trainer):
             out.append(DeadlineHook(self.deadline))
         return out
 
+    def final_checkpoint(self):
+        """None: what adaptation leaves is the best weights (:meth:`save_best`), not the last
+        step's, so the last step is not saved."""
+        return None
+
     def consider(self, result, step):
         """Keeps the current weights if ``result["val_psnr"]`` beats the best so far."""
         if result["val_psnr"] > self.best_psnr:

@@ -122,7 +122,7 @@ class Trainer(object):
         try:
             return self._setup()
         except BaseException:
-            self._abandon()
+            self.abandon()
             raise
 
     def _setup(self):
@@ -377,18 +377,23 @@ class Trainer(object):
                        train_loss=float(np.mean(losses)) if losses else None)
         if not self.is_chief:  # the chief saves and validates
             return results
-        if self.last_saved is None or rundir.checkpoint_step(self.last_saved) != self.step:
-            self.last_saved = self.save()
+        checkpoint = self.final_checkpoint()
         if self._stop_signal is not None:
-            self.log("stopped by signal %d at step %d; saved %s"
-                     % (self._stop_signal, self.step, self.last_saved))
+            self.log("stopped by signal %d at step %d%s" % (
+                self._stop_signal, self.step, "; saved %s" % checkpoint if checkpoint else ""))
         results.update(self.report_validation(" [final]"))
-        results["checkpoint"] = self.last_saved
+        results["checkpoint"] = checkpoint
         return results
 
-    def _abandon(self):
-        """After an error: closes the summary writer, removes a fresh run's files if
-        it saved no checkpoint, and releases the lock."""
+    def final_checkpoint(self):
+        """Saves the last step (unless saved); returns the prefix a finished run leaves."""
+        if self.last_saved is None or rundir.checkpoint_step(self.last_saved) != self.step:
+            self.last_saved = self.save()
+        return self.last_saved
+
+    def abandon(self):
+        """After an error (in :meth:`train` or the caller's work around it): closes the summary
+        writer, removes a fresh run's files if it saved no checkpoint, releases the lock."""
         if self.writer is not None:
             self.writer.close()
             self.writer = None
@@ -431,7 +436,7 @@ class Trainer(object):
             self._holding_signals = bool(handlers)
             return self.train()
         except BaseException:
-            self._abandon()
+            self.abandon()
             raise
         finally:
             self.close()
