@@ -16,6 +16,7 @@ import collections
 import os
 import shutil
 import tempfile
+import time
 
 import numpy as np
 from tqdm import tqdm
@@ -136,8 +137,6 @@ def track(source, queries=None, grid=None, best=None, start=0, end=None, every=1
     Raises:
       UserError: one line, for bad input of any kind; nothing is written then.
     """
-    import time
-
     from vidcorr.readout.matching import Matcher
 
     given = _queries(queries, grid, best)
@@ -168,10 +167,13 @@ def track(source, queries=None, grid=None, best=None, start=0, end=None, every=1
     slots = check_queries(given, frames, height, width)
     scratch = scratch_folder(tempfile.gettempdir(), "vidcorr-track-")
     try:
-        result = _follow(first, second, pair, stream, readouts, given, slots, frames, settings,
-                         scratch, clock, progress)
+        run = _Follow(readouts, given, slots, frames, (height, width), settings, scratch, clock)
+        run.forward(_chained_stream(first, second, stream, source, frames), pair, progress)
+        if run.last_query > 0:
+            run.backward(progress)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    result = run.result(frames)
     clock["total"] = time.time() - clock.pop("start")
     result.seconds = clock
     if out is not None:
@@ -190,86 +192,104 @@ def _tracked(source, max_height, frames):
                 return
 
 
-def _follow(first, second, pair, stream, readouts, queries, slots, frames, settings, scratch,
-            clock, progress):
-    import time
+def _chained_stream(first, second, rest, source, frames):
+    """The tracked frames again, the first two already decoded; one line if the clip
+    ends early (a container that promised more frames than it holds)."""
+    yield first
+    yield second
+    for k in range(2, len(frames)):
+        frame = next(rest, None)
+        if frame is None:
+            raise UserError("%s ended at tracked frame %d of %d (frame %d): its container "
+                            "gives a wrong frame count" % (source, k, len(frames), frames[k]))
+        yield frame
 
-    n, count = len(queries), len(frames)
-    tracks = np.full((n, count, 2), np.nan)
-    visible = np.zeros((n, count), bool)
-    confidence = np.zeros((n, count))
-    last_query = int(slots.max())
-    chain = Chain(n, first.shape[:2], settings)
 
-    def record(k, chain, which):
-        tracks[which, k], visible[which, k] = chain.position[which], chain.visible[which]
-        confidence[which, k] = chain.confidence[which]
+class _Follow(object):
+    """One run's state: the result arrays, the scratch folder and the clocks."""
 
-    def keep(k, frame, pair=None):
-        if k <= last_query:
-            np.save(os.path.join(scratch, "frame_%06d.npy" % k), frame)
+    def __init__(self, readouts, queries, slots, frames, size, settings, scratch, clock):
+        self.readouts, self.queries, self.slots = readouts, queries, slots
+        self.settings, self.scratch, self.clock, self.size = settings, scratch, clock, size
+        n, self.count = len(queries), len(frames)
+        self.tracks = np.full((n, self.count, 2), np.nan)
+        self.visible = np.zeros((n, self.count), bool)
+        self.confidence = np.zeros((n, self.count))
+        self.last_query = int(slots.max())
+
+    def result(self, frames):
+        return Tracks(self.tracks, self.visible, self.confidence, self.queries, frames)
+
+    def record(self, k, chain):
+        which = np.flatnonzero(chain.active)
+        self.tracks[which, k], self.visible[which, k] = chain.position[which], chain.visible[which]
+        self.confidence[which, k] = chain.confidence[which]
+
+    def read(self, a, b):
+        """A pair's :class:`PairReadout`, its time on the read-out clock."""
+        start = time.time()
+        pair, _ = self.readouts.read(a, b)
+        self.clock["read_out"] += time.time() - start
+        return pair
+
+    def keep(self, k, frame, pair=None):
+        """Frame k and the pair (k-1, k), for the backward pass."""
+        if k <= self.last_query:
+            np.save(self._path("frame", k, ".npy"), frame)
             if pair is not None:
-                np.savez(os.path.join(scratch, "pair_%06d.npz" % k), **pair.arrays())
+                np.savez(self._path("pair", k, ".npz"), **pair.arrays())
 
-    every = settings.anchor_every
-    recent = collections.deque(maxlen=every + 1 if every else 1)  # frames k - every .. k
-    bar = tqdm(total=count, disable=not progress, unit="frame", desc="forward")
-    previous = first
-    for k in range(count):
-        frame = first if k == 0 else second if k == 1 else next(stream, None)
-        if frame is None:  # a container that promised more frames than it holds
-            raise UserError("the clip ended at tracked frame %d of %d (frame %d): its "
-                            "container gives a wrong frame count" % (k, count, frames[k]))
-        recent.append(frame)
-        t0 = time.time()
-        if k >= 2:
-            pair, _ = readouts.read(uint8_to_float(previous), uint8_to_float(frame))
-        clock["read_out"] += time.time() - t0
-        t0 = time.time()
-        image = uint8_to_float(frame)
-        if k >= 1:
-            chain.advance(pair, image, forward=True)
-        clock["chain"] += time.time() - t0
-        if every and k >= every and k % every == 0:  # the pair (k - every, k): an anchor
-            t0 = time.time()
-            longer, _ = readouts.read(uint8_to_float(recent[0]), image)
-            clock["read_out"] += time.time() - t0
-            chain.reanchor(longer, tracks[:, k - every], visible[:, k - every], image)
-        t0 = time.time()
-        starting = np.flatnonzero(slots == k)
-        chain.start(starting, queries[starting, 1:], image)
-        record(k, chain, np.flatnonzero(chain.active))
-        clock["chain"] += time.time() - t0
-        keep(k, frame, pair if k >= 1 else None)  # pair (k-1, k) under k
-        previous = frame
-        bar.update(1)
-    bar.close()
-    if last_query > 0:  # queries after the first frame: follow them back to the start
-        back = Chain(n, first.shape[:2], settings)
-        for k in tqdm(range(last_query, 0, -1), disable=not progress, unit="frame",
+    def _path(self, what, k, suffix):
+        return os.path.join(self.scratch, "%s_%06d%s" % (what, k, suffix))
+
+    def _frame(self, k):
+        return uint8_to_float(np.load(self._path("frame", k, ".npy")))
+
+    def forward(self, frames, pair, progress):
+        """Every tracked frame in order (``frames`` the uint8 stream; ``pair`` the first
+        pair's read-out); queries start at their frame."""
+        every, chain = self.settings.anchor_every, Chain(len(self.queries), self.size,
+                                                         self.settings)
+        recent = collections.deque(maxlen=every + 1)  # frames k - every .. k
+        for k, frame in enumerate(tqdm(frames, total=self.count, disable=not progress,
+                                       unit="frame", desc="forward")):
+            image = uint8_to_float(frame)
+            if k >= 2:
+                pair = self.read(uint8_to_float(recent[-1]), image)
+            recent.append(frame)
+            start = time.time()
+            if k >= 1:
+                chain.advance(pair, image, forward=True)
+            if every and k >= every and k % every == 0:  # the pair (k - every, k): an anchor
+                longer = self.read(uint8_to_float(recent[0]), image)
+                chain.reanchor(longer, self.tracks[:, k - every], self.visible[:, k - every],
+                               image)
+            starting = np.flatnonzero(self.slots == k)
+            chain.start(starting, self.queries[starting, 1:], image)
+            self.record(k, chain)
+            self.clock["chain"] += time.time() - start
+            self.keep(k, frame, pair if k >= 1 else None)
+
+    def backward(self, progress):
+        """Queries after the first frame, followed back to it through the kept pairs."""
+        every, chain = self.settings.anchor_every, Chain(len(self.queries), self.size,
+                                                         self.settings)
+        for k in tqdm(range(self.last_query, 0, -1), disable=not progress, unit="frame",
                       desc="backward"):
-            t0 = time.time()
-            starting = np.flatnonzero(slots == k)
-            image = uint8_to_float(np.load(os.path.join(scratch, "frame_%06d.npy" % k)))
-            back.start(starting, queries[starting, 1:], image)
-            with np.load(os.path.join(scratch, "pair_%06d.npz" % k)) as data:
+            starting = np.flatnonzero(self.slots == k)
+            chain.start(starting, self.queries[starting, 1:], self._frame(k))
+            with np.load(self._path("pair", k, ".npz")) as data:
                 pair = PairReadout.from_arrays(data)
-            earlier = uint8_to_float(np.load(os.path.join(scratch, "frame_%06d.npy" % (k - 1))))
-            back.advance(pair, earlier, forward=False)
-            j = k - 1
-            if every and j % every == 0 and j + every <= last_query:  # (j, j + every)
-                later = uint8_to_float(np.load(os.path.join(scratch, "frame_%06d.npy"
-                                                            % (j + every))))
-                t1 = time.time()
-                longer, _ = readouts.read(earlier, later)
-                clock["read_out"] += time.time() - t1
-                t0 += time.time() - t1  # the chaining's clock skips the read-out
-                back.reanchor(longer, tracks[:, j + every],
-                              visible[:, j + every] & (slots >= j + every), earlier,
-                              forward=False)
-            record(j, back, np.flatnonzero(back.active))
-            clock["chain"] += time.time() - t0
-    return Tracks(tracks, visible, confidence, queries, frames)
+            j, earlier = k - 1, self._frame(k - 1)
+            start = time.time()
+            chain.advance(pair, earlier, forward=False)
+            self.clock["chain"] += time.time() - start
+            if every and j % every == 0 and j + every <= self.last_query:  # (j, j + every)
+                longer = self.read(earlier, self._frame(j + every))
+                chain.reanchor(longer, self.tracks[:, j + every],
+                               self.visible[:, j + every] & (self.slots >= j + every), earlier,
+                               forward=False)
+            self.record(j, chain)
 
 
 def write_tracks(result, source, max_height, out, progress=True):
