@@ -95,14 +95,18 @@ def main(argv=None):
     parser.add_argument("--clips", default="translate,rotate,zoom")
     parser.add_argument("--no-consistency", action="store_true",
                         help="vidcorr without the swapped read-out")
+    parser.add_argument("--anchor-every", type=int, default=8, help="0: no anchors")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a MatchOptions field for vidcorr's read-out, e.g. passes=1")
     args = parser.parse_args(argv)
     import vidcorr
     from vidcorr.tracking.chain import TrackSettings
 
     os.makedirs(args.out_dir, exist_ok=True)
     h, w = args.size
-    settings = TrackSettings(consistency=not args.no_consistency)
-    matcher = vidcorr.Matcher()
+    settings = TrackSettings(consistency=not args.no_consistency, anchor_every=args.anchor_every)
+    options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
+    matcher = vidcorr.Matcher(**options)
     rows = []
     print("| clip | method | " + " | ".join(COLUMNS) + " |")
     print("|---|---|" + "---|" * len(COLUMNS))

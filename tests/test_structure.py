@@ -15,7 +15,8 @@ ROOT = os.path.dirname(os.path.abspath(vidcorr.__file__))
 PUBLIC = ["tf", "batch_norm", "fake_quant", "quantize_transform", "layers", "NetworkSpec",
           "layer_plan", "mind", "load_config", "Trainer", "train", "Matcher", "Matches",
           "MatchOptions", "to_rgb_float", "match_picture", "run_evaluation", "EvaluationPlan",
-          "adapt", "AdaptSettings", "track", "Tracks", "TrackSettings"]
+          "adapt", "AdaptSettings", "track", "Tracks", "TrackSettings",
+          "frame_flows"]
 
 # Sub-packages by layer: a module may import its own layer and the layers below it only.
 # readout, training and tracking are side by side: none imports another.

@@ -34,6 +34,7 @@ _PUBLIC = {
     "track": "vidcorr.apps.track",
     "Tracks": "vidcorr.apps.track",
     "TrackSettings": "vidcorr.tracking.chain",
+    "frame_flows": "vidcorr.tracking.inversion",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]

@@ -84,3 +84,21 @@ def test_the_most_confident_points(clip_dir, matcher):
     assert len(q) == 10 and (q[:, 0] == 0).all()
     gaps = np.linalg.norm(q[:, None, 1:] - q[None, :, 1:], axis=-1) + 1e9 * np.eye(10)
     assert gaps.min() >= np.sqrt(H * W / 10.0) / 2 - 1e-9
+
+
+def test_frame_flows_of_a_real_match_at_frame_t_pixels(clip_dir, matcher):
+    """Item 1 end to end: the dense match of frames 0 and 2, inverted to frame 0's own
+    pixels, is the clip's motion (1.2, 0.6) there."""
+    import vidcorr
+    from vidcorr.errors import UserError
+
+    clip = _clip()
+    matches = matcher.match(clip.frame(0), clip.frame(2), stride=1)
+    flows = vidcorr.frame_flows(matches)
+    inner = (slice(8, H - 8), slice(8, W - 8))
+    assert flows["valid_t"][inner].mean() > 0.95
+    ok = flows["valid_t"][inner]
+    error = np.linalg.norm(flows["t_to_t2"][inner][ok] - 2 * np.array(VELOCITY), axis=-1)
+    assert np.median(error) < 0.15
+    with pytest.raises(UserError, match="a match for every pixel"):
+        vidcorr.frame_flows(matcher.match(clip.frame(0), clip.frame(2), stride=2))

@@ -56,7 +56,7 @@ import dataclasses
 import numpy as np
 
 from vidcorr.errors import UserError
-from vidcorr.tracking.inversion import apply_map, displacement, invert_map, sample_field
+from vidcorr.tracking.inversion import apply_map, displacement, invert_shift, sample_field
 
 __all__ = ["TrackSettings", "PairReadout", "Chain", "patches", "similarity"]
 
@@ -130,7 +130,6 @@ class PairReadout(object):
             confidence = np.minimum(confidence, swapped[1])
         self.confidence = confidence  # [H, W]
         self.shifts = (displacement(position[..., 0, :]), displacement(position[..., 1, :]))
-        self.size = position.shape[:2]
 
     def arrays(self):
         """The arrays that define it, for :meth:`from_arrays` (a cache on disk)."""
@@ -148,7 +147,6 @@ class PairReadout(object):
         self.confidence = np.asarray(arrays["confidence"], np.float64)
         self.disagreement = (np.asarray(arrays["disagreement"], np.float64)
                              if "disagreement" in arrays else None)
-        self.size = self.confidence.shape
         return self
 
     def step(self, points, forward, tolerance):
@@ -160,9 +158,7 @@ class PairReadout(object):
           ``[N]`` confidence.
         """
         own, other = (0, 1) if forward else (1, 0)
-        h, w = self.size
-        grid = np.stack(np.meshgrid(np.arange(w), np.arange(h)), axis=-1)
-        middle, passed = invert_map(self.shifts[own] + grid, points)
+        middle, passed = invert_shift(self.shifts[own], points)
         moved = apply_map(self.shifts[other], middle)
         if self.disagreement is not None:
             passed &= sample_field(self.disagreement, middle) <= tolerance

@@ -29,7 +29,9 @@ collisions that need filling rules; the fixed point needs none.
 
 import numpy as np
 
-__all__ = ["sample_field", "displacement", "apply_map", "invert_map", "frame_flows", "ITERATIONS", "TOLERANCE"]
+from vidcorr.errors import UserError
+
+__all__ = ["sample_field", "displacement", "apply_map", "invert_map", "invert_shift", "frame_flows", "ITERATIONS", "TOLERANCE"]
 
 ITERATIONS = 12  # fixed-point steps: the error shrinks geometrically on smooth motion
 TOLERANCE = 0.05  # pixels: a residual above this means nothing maps to the point
@@ -83,7 +85,11 @@ def invert_map(positions, targets, iterations=ITERATIONS, tolerance=TOLERANCE):
       ``(middle, valid)``: ``[N, 2]`` (x, y) middle-frame points and ``[N]`` bool, False
       where the residual stays above ``tolerance`` or the point is outside the middle frame.
     """
-    shift = displacement(positions)
+    return invert_shift(displacement(positions), targets, iterations, tolerance)
+
+
+def invert_shift(shift, targets, iterations=ITERATIONS, tolerance=TOLERANCE):
+    """:func:`invert_map` of a map given as its displacements ``shift`` ``[H, W, 2]``."""
     targets = np.asarray(targets, np.float64).reshape(-1, 2)
     h, w = shift.shape[:2]
     middle = targets - sample_field(shift, targets)
@@ -99,7 +105,8 @@ def frame_flows(position, iterations=ITERATIONS, tolerance=TOLERANCE):
 
     Args:
       position: ``[H, W, 2, 2]`` the read-out: for each middle-frame pixel, its (x, y)
-        in frame t (``[..., 0, :]``) and in frame t+2 (``[..., 1, :]``).
+        in frame t (``[..., 0, :]``) and in frame t+2 (``[..., 1, :]``); or the
+        :class:`vidcorr.Matches` of ``Matcher.match(a, b, stride=1)``.
       iterations: fixed-point steps of the inversion.
       tolerance: the inversion's largest residual (pixels).
 
@@ -108,8 +115,11 @@ def frame_flows(position, iterations=ITERATIONS, tolerance=TOLERANCE):
       masks: ``middle_to_t``, ``middle_to_t2`` (direct, valid everywhere);
       ``t_to_middle``, ``t_to_t2``, ``valid_t`` (at frame t's pixels, inverted);
       ``t2_to_middle``, ``t2_to_t``, ``valid_t2`` (at frame t+2's pixels).
+
+    Raises:
+      UserError: for another shape, or matches that are not one per pixel.
     """
-    position = np.asarray(position, np.float64)
+    position = _dense(position)
     h, w = position.shape[:2]
     yy, xx = np.mgrid[0:h, 0:w]
     grid = np.stack([xx, yy], axis=-1).astype(np.float64)  # [H, W, 2]
@@ -123,3 +133,21 @@ def frame_flows(position, iterations=ITERATIONS, tolerance=TOLERANCE):
         out[name + "_to_" + other_name] = (there - pixels + nan).reshape(h, w, 2)
         out["valid_" + name] = valid.reshape(h, w)
     return out
+
+
+def _dense(position):
+    """``[H, W, 2, 2]`` float64 from an array or from dense :class:`vidcorr.Matches`."""
+    if hasattr(position, "p1") and hasattr(position, "p3"):  # Matches, stride 1
+        h, w = position.size
+        yy, xx = np.mgrid[0:h, 0:w]
+        if len(position.grid) != h * w or not np.array_equal(
+                position.grid, np.stack([xx.ravel(), yy.ravel()], axis=1)):
+            raise UserError("frame flows need a match for every pixel: Matcher.match(a, b, "
+                            "stride=1) at the images' own size (no max_size)")
+        return np.stack([position.p1, position.p3], axis=1).reshape(h, w, 2, 2).astype(
+            np.float64)
+    position = np.asarray(position, np.float64)
+    if position.ndim != 4 or position.shape[2:] != (2, 2):
+        raise UserError("a read-out's positions are [H, W, 2, 2], got shape %s"
+                        % (position.shape,))
+    return position
