@@ -3,6 +3,7 @@
 import colorsys
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from vidcorr.io.visualize import direction_color, flow_to_color, match_picture
@@ -45,3 +46,52 @@ def test_match_picture_layout(tmp_path):
     assert tuple(img[8, 14]) == (0, 0, 0)  # the invalid one is not
     np.testing.assert_array_equal(img[h:, w:], 127)  # the frame average
     assert (img[:h, w:] == 0).all(axis=-1).mean() > 0.8  # flow: black except the valid cell
+
+
+def test_flow_wheel_has_the_middlebury_colours():
+    from vidcorr.io.visualize import flow_wheel
+    flow = np.array([[[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [np.nan, 0.0], [2.0, 0.0]]])
+    got = flow_wheel(flow, max_magnitude=1.0)[0]
+    # white at rest; right red; down between the wheel's steps 13 and 14 of red to yellow
+    # (255, 255 * 13.5 / 15, 0); no flow black; twice the maximum: red darkened by a quarter
+    np.testing.assert_array_equal(got, [[255, 255, 255], [255, 0, 0], [255, 229, 0], [0, 0, 0],
+                                        [191, 0, 0]])
+    left = flow_wheel(np.array([[[-1.0, 0.0]]]), 1.0)[0, 0]  # step 27: cyan to blue
+    np.testing.assert_array_equal(left, [0, int(255 - 255 * 2 / 11.0), 255])
+
+
+def test_sensitivity_weights_and_track_pictures():
+    from vidcorr.apps.track import Tracks
+    from vidcorr.io.visualize import sensitivity_image, tracks_image, weights_image
+    frame = np.full((8, 10, 3), 100, np.uint8)
+    sens = np.zeros((8, 10))
+    sens[3, 4] = 2.0
+    img = sensitivity_image(frame, sens, alpha=0.5)
+    np.testing.assert_array_equal(img[0, 0], [100, 100, 100])  # no sensitivity: the grey frame
+    np.testing.assert_array_equal(img[3, 4], [178, 178, 50])  # half grey, half yellow
+    weights = np.zeros((2, 3, 3))
+    weights[0, 1, 1], weights[1, 0, 2] = 0.5, 0.25
+    w = weights_image(weights, scale=4)
+    assert w.shape == (12, 26, 3)
+    np.testing.assert_array_equal(w[5, 5], [255, 255, 255])  # frame t's centre tap, the largest
+    np.testing.assert_array_equal(w[1, 14 + 9], [128, 128, 128])  # frame t+2's top-right tap
+    np.testing.assert_array_equal(w[0, 12], [255, 0, 0])  # the rule
+    tracks = Tracks(np.array([[[2.0, 2.0], [6.0, 5.0]]]), np.array([[True, True]]),
+                    np.ones((1, 2)), np.array([[0, 2.0, 2.0]]), np.array([0, 1]))
+    drawn = tracks_image(np.zeros((8, 10, 3), np.uint8), tracks)
+    assert drawn[5, 6].any() and drawn[4, 4].any() and not drawn[0, 9].any()
+
+
+def test_show_makes_a_figure_or_says_what_is_missing():
+    from vidcorr.errors import UserError
+    from vidcorr.io.visualize import show
+    images = [np.zeros((4, 6, 3), np.uint8)] * 3
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+    except ImportError:
+        with pytest.raises(UserError, match="pip install matplotlib"):
+            show(images)
+        return
+    figure = show(images, titles=["a", "b", "c"], columns=2)
+    assert len(figure.axes) == 4 and figure.axes[0].get_title() == "a"

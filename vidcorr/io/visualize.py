@@ -1,11 +1,18 @@
-"""Pictures of matches: both frames side by side with match lines, and a flow image."""
+"""Pictures: matches, flow (an HSV wheel, and the Middlebury colour wheel), a pixel's
+sensitivity maps and blend weights, tracks; each an ``[H, W, 3]`` uint8 array (or a file),
+and :func:`show` puts them in a matplotlib figure for a notebook (matplotlib optional)."""
 
 import colorsys
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-__all__ = ["flow_to_color", "direction_color", "match_picture", "TrackDrawing"]
+__all__ = ["flow_to_color", "direction_color", "match_picture", "TrackDrawing", "flow_wheel",
+           "sensitivity_image", "weights_image", "tracks_image", "show"]
+
+# The Middlebury colour wheel (Baker et al. 2011): red, yellow, green, cyan, blue, magenta,
+# with these many steps between each hue and the next.
+WHEEL_STEPS = (15, 6, 4, 11, 13, 6)
 
 
 def direction_color(dx, dy, magnitude=1.0):
@@ -140,3 +147,102 @@ class TrackDrawing(object):
         """Writes the last frame's picture and the animation."""
         Image.fromarray(self.picture()).save(png)
         self.gif[0].save(gif, save_all=True, append_images=self.gif[1:], duration=80, loop=0)
+
+
+def _wheel():
+    """``[55, 3]`` the Middlebury colour wheel, 0-255."""
+    ry, yg, gc, cb, bm, mr = WHEEL_STEPS
+    up = lambda n: 255.0 * np.arange(n) / n  # noqa: E731
+    zero, full = (lambda n: np.zeros(n)), (lambda n: np.full(n, 255.0))  # noqa: E731
+    return np.concatenate([
+        np.stack([full(ry), up(ry), zero(ry)], 1), np.stack([255 - up(yg), full(yg), zero(yg)], 1),
+        np.stack([zero(gc), full(gc), up(gc)], 1), np.stack([zero(cb), 255 - up(cb), full(cb)], 1),
+        np.stack([up(bm), zero(bm), full(bm)], 1), np.stack([full(mr), zero(mr), 255 - up(mr)], 1)])
+
+
+def flow_wheel(flow, max_magnitude=None):
+    """``[H, W, 2]`` flow as the Middlebury colour wheel's colours: hue from the direction
+    (right red, down yellow, left cyan-blue, up violet-blue), saturation from the length
+    over ``max_magnitude`` (default: the largest), beyond it darkened by a quarter; white
+    is no motion, black no flow (NaN)."""
+    flow = np.asarray(flow, np.float64)
+    valid = np.all(np.isfinite(flow), axis=-1)
+    u, v = np.where(valid, flow[..., 0], 0.0), np.where(valid, flow[..., 1], 0.0)
+    radius = np.hypot(u, v)
+    scale = max_magnitude or max(float(radius.max()), 1e-9)
+    u, v, radius = u / scale, v / scale, radius / scale
+    wheel = _wheel() / 255.0
+    index = (np.arctan2(-v, -u) / np.pi + 1) / 2 * (len(wheel) - 1)
+    k0 = np.floor(index).astype(int)
+    k1, f = (k0 + 1) % len(wheel), (index - k0)[..., None]
+    colour = (1 - f) * wheel[k0] + f * wheel[k1]
+    near = (radius <= 1)[..., None]
+    colour = np.where(near, 1 - radius[..., None] * (1 - colour), colour * 0.75)
+    return np.where(valid[..., None], np.floor(255 * colour), 0).astype(np.uint8)
+
+
+def sensitivity_image(frame, sensitivity, alpha=0.7, gamma=0.5):
+    """A pixel's sensitivity map over its frame: the frame in grey, the map (over its
+    largest value, to the power ``gamma``: a peaked map's tail shows) in red to yellow on
+    top, ``alpha`` its opacity where it peaks.
+
+    Args:
+      frame: ``[H, W, 3]`` uint8 or float in [0, 1].
+      sensitivity: ``[H, W]`` non-negative (a map of ``Matcher.sensitivity_maps``).
+      alpha: the map's opacity at its peak.
+      gamma: the level's exponent (1: linear).
+    """
+    grey = _uint8(frame).astype(np.float64) @ np.array([0.299, 0.587, 0.114])
+    level = np.clip(np.asarray(sensitivity, np.float64) / max(float(np.max(sensitivity)),
+                                                              1e-12), 0, 1) ** gamma
+    heat = np.stack([np.full_like(level, 255.0), 255.0 * level, np.zeros_like(level)], -1)
+    mix = (alpha * level)[..., None]
+    return np.rint((1 - mix) * grey[..., None] + mix * heat).astype(np.uint8)
+
+
+def weights_image(weights, scale=12):
+    """A pixel's blend weights ``[2, K, K]`` (frame t's taps, then frame t+2's) as two
+    grey squares side by side, white at the largest weight of both, each tap ``scale``
+    pixels, a 2-pixel red rule between them."""
+    weights = np.asarray(weights, np.float64)
+    level = np.rint(255 * weights / max(float(weights.max()), 1e-12))
+    tiles = [np.kron(w, np.ones((scale, scale))) for w in level]
+    rule = np.zeros((tiles[0].shape[0], 2, 3))
+    rule[..., 0] = 255
+    grey = [np.repeat(t[..., None], 3, axis=2) for t in tiles]
+    return np.concatenate([grey[0], rule, grey[1]], axis=1).astype(np.uint8)
+
+
+def tracks_image(frame, tracks, k=-1, tail=None):
+    """Tracks (:class:`vidcorr.Tracks`) up to tracked frame ``k`` drawn on ``frame``: solid
+    where visible, a hollow end where the point is hidden; ``tail`` frames back (None: all)."""
+    k = k % len(tracks.frames)
+    return np.asarray(TrackDrawing(tracks, tail=tail)._draw(frame, k, tail))
+
+
+def show(images, titles=None, columns=None, width=12.0):
+    """A matplotlib figure of images side by side (a notebook shows it inline).
+
+    Raises:
+      UserError: if matplotlib is not installed.
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        from vidcorr.errors import UserError
+        raise UserError("show() needs matplotlib: pip install matplotlib (the pictures "
+                        "themselves are arrays: save them with PIL)")
+    images = list(images)
+    columns = columns or len(images)
+    rows = -(-len(images) // columns)
+    h, w = np.asarray(images[0]).shape[:2]
+    figure, axes = plt.subplots(rows, columns, figsize=(width, width * rows * h / (w * columns)),
+                                squeeze=False)
+    for i, axis in enumerate(axes.ravel()):
+        axis.axis("off")
+        if i < len(images):
+            axis.imshow(images[i])
+            if titles:
+                axis.set_title(titles[i])
+    figure.tight_layout()
+    return figure

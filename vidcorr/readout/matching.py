@@ -271,15 +271,47 @@ class Matcher(object):
 
         a, b, _ = self._prepare(frame_t, frame_t2)
         h, w = a.shape[:2]
-        points = np.asarray(points)
-        if points.ndim != 2 or points.shape[1] != 2 or points.dtype.kind not in "iu" or \
-                np.any(points < 0) or np.any(points >= [w, h]):
-            raise UserError("points must be [N, 2] integer (x, y) pixels inside %dx%d" % (w, h))
+        points = self._check_points(points, h, w)
         if self._maps is None:
             self._maps = SensitivityReadOut(self)
         graph = self._maps.graph_for(h, w, full_maps=True)
         graph.set_images(a, b)
         return graph.run(points)["maps"]
+
+    def blend_weights(self, frame_t, frame_t2, points):
+        """The kernel head's blend weights of middle-frame pixels, at full size (no pyramid).
+
+        Args:
+          frame_t: path or array of the first frame.
+          frame_t2: path or array of the second frame.
+          points: ``[N, 2]`` integer ``(x, y)`` pixels of the middle frame.
+
+        Returns:
+          ``[N, 2, K, K]``: how much each tap of frame t and of frame t+2 around the pixel
+          (rows ``dy``, columns ``dx`` from ``-K // 2``) makes of it; they sum to 1.
+
+        Raises:
+          UserError: for a network without a kernel head, bad images or points.
+        """
+        from vidcorr.readout.kernel.graph import WeightsGraph
+
+        if not self.spec.kernel_size:
+            raise UserError("this network has no kernel head (model.kernel_size 0): it has "
+                            "no blend weights")
+        a, b, _ = self._prepare(frame_t, frame_t2)
+        h, w = a.shape[:2]
+        points = self._check_points(points, h, w)
+        graph = self.built(self._predictors, ("weights", h, w), lambda: WeightsGraph(
+            self.spec, h, w, self.weights, self.options.temperature, self.device, self.threads))
+        return graph.run(a, b, points)
+
+    @staticmethod
+    def _check_points(points, h, w):
+        points = np.asarray(points)
+        if points.ndim != 2 or points.shape[1] != 2 or points.dtype.kind not in "iu" or \
+                np.any(points < 0) or np.any(points >= [w, h]):
+            raise UserError("points must be [N, 2] integer (x, y) pixels inside %dx%d" % (w, h))
+        return points
 
     def close(self):
         """Releases every cached graph's session."""

@@ -72,3 +72,30 @@ def test_the_default_match_is_precise_on_a_real_frame_with_sub_pixel_motion():
         errors[refine] = np.median(np.linalg.norm((m.p3 - m.p1)[inner] + 2 * step, axis=1))
     print("median flow error (px) by refinement: %s" % errors)
     assert errors["variational"] <= 0.1 and errors["none"] >= 4 * errors["variational"], errors
+
+
+def test_blend_weights_give_the_level_read_out_centroid():
+    """Matcher.blend_weights (softmax of the head's logits at chosen pixels) against the
+    level read-out's moments: each frame's mass, and its centroid offset, in numpy."""
+    a, b = _example_crop(0, 48, 64), _example_crop(2, 48, 64)  # 2 px apart
+    matcher = Matcher()
+    points = np.array([[20, 20], [31, 17], [40, 30]])
+    weights = matcher.blend_weights(a, b, points)  # [N, 2, K, K]
+    k = weights.shape[-1]
+    assert weights.shape == (3, 2, k, k) and k == matcher.spec.kernel_size
+    np.testing.assert_allclose(weights.sum(axis=(1, 2, 3)), 1.0, atol=1e-5)
+    level = _Level(matcher.spec, 48, 64, matcher.weights, temperature=matcher.options.temperature)
+    try:
+        out = level.run(a, b)
+    finally:
+        level.close()
+    dy, dx = np.mgrid[-(k // 2):k // 2 + 1, -(k // 2):k // 2 + 1]
+    mass = weights.sum(axis=(2, 3))  # [N, 2]
+    centroid = np.stack([(weights * dx).sum(axis=(2, 3)), (weights * dy).sum(axis=(2, 3))],
+                        axis=-1) / mass[..., None]  # [N, 2, (dx, dy)]
+    gx, gy = points[:, 0], points[:, 1]
+    np.testing.assert_allclose(mass, out["mass"][gy, gx], atol=1e-4)
+    np.testing.assert_allclose(points[:, None, :] + centroid, out["position"][gy, gx], atol=1e-3)
+    with pytest.raises(UserError, match="points must be"):
+        matcher.blend_weights(a, b, np.array([[64, 0]]))
+    matcher.close()

@@ -33,6 +33,8 @@ graph stays free of control flow but the refinement's loops.
 import numpy as np
 
 from vidcorr.compat import tf
+from vidcorr.model.network import mind
+from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.inference import FoldedGraph
 from vidcorr.readout.kernel.blend import blend_level, pixel_grid, tempered
 from vidcorr.readout.kernel.resample import area_downscale, upsample_exact, upsample_fields
@@ -41,7 +43,7 @@ from vidcorr.readout.kernel.texture import texture_at, texture_map
 from vidcorr.readout.pyramid import COARSEST_SIDE, DEFAULT_LEVELS, MIN_SIZE, pyramid_levels
 from vidcorr.readout.refinement import RefineSettings, refine_field
 
-__all__ = ["match_ops", "levels_in_graph", "MatchGraph", "LevelGraph"]
+__all__ = ["match_ops", "levels_in_graph", "MatchGraph", "LevelGraph", "WeightsGraph"]
 
 
 def levels_in_graph(height, width, levels=None):
@@ -237,3 +239,44 @@ class LevelGraph(FoldedGraph):
             return {k: v[0] for k, v in self.sess.run(self.plain, feed).items()}
         feed[self.fields] = np.stack(fields, axis=2)[None].astype(np.float32)
         return {k: v[0] for k, v in self.sess.run(self.warped, feed).items()}
+
+
+class WeightsGraph(FoldedGraph):
+    """The kernel head's blend weights of chosen pixels, one level at the pair's own size (no
+    pyramid, no warp), in its own session: what a notebook draws of a pixel.
+
+    Args:
+      spec: the :class:`vidcorr.model.spec.NetworkSpec` (``kernel_size`` > 0).
+      height: image height.
+      width: image width.
+      weights: folded ``{name: array}``.
+      temperature: the softmax's temperature.
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads (None: TensorFlow decides).
+    """
+
+    def __init__(self, spec, height, width, weights, temperature=2.0, device=None, threads=None):
+        super(WeightsGraph, self).__init__(spec, height, width, tempered(weights, temperature),
+                                           device, threads)
+
+    def _build(self, spec):
+        k = spec.kernel_size
+        shape = [1, self.height, self.width, 3]
+        self.frame_t = tf.placeholder(tf.float32, shape, "frame_t")
+        self.frame_t2 = tf.placeholder(tf.float32, shape, "frame_t2")
+        self.points = tf.placeholder(tf.int32, [None, 2], "points")  # (x, y)
+        endpoints = {}
+        mind(tf.concat([self.frame_t, self.frame_t2], axis=3), False, spec=spec, folded=True,
+             name=MODEL_SCOPE, endpoints=endpoints)
+        top, left = endpoints["crop"][:2]  # the image inside the padded logits
+        at = self.points[:, ::-1] + tf.cast(tf.stack([top, left]), tf.int32)  # (row, col)
+        picked = tf.gather_nd(endpoints["logits"][0], at)  # [N, 2K^2]
+        self.weights = tf.reshape(tf.nn.softmax(picked), [-1, 2, k, k])  # frame, dy, dx
+
+    def run(self, frame_t, frame_t2, points):
+        """``[N, 2, K, K]`` weights of ``points`` ``[N, 2]`` (x, y): frame t's taps, then frame
+        t+2's, rows ``dy`` and columns ``dx`` from ``-K // 2``; together they sum to 1."""
+        return self.sess.run(self.weights, {
+            self.frame_t: np.asarray(frame_t, np.float32)[None],
+            self.frame_t2: np.asarray(frame_t2, np.float32)[None],
+            self.points: np.asarray(points, np.int32)})
