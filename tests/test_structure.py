@@ -16,7 +16,7 @@ PUBLIC = ["tf", "batch_norm", "fake_quant", "quantize_transform", "layers", "Net
           "layer_plan", "mind", "load_config", "Trainer", "train", "Matcher", "Matches",
           "MatchOptions", "to_rgb_float", "match_picture", "run_evaluation", "EvaluationPlan",
           "adapt", "AdaptSettings", "track", "Tracks", "TrackSettings",
-          "frame_flows"]
+          "frame_flows", "PixelGradients"]
 
 # Sub-packages by layer: a module may import its own layer and the layers below it only.
 # readout, training and tracking are side by side: none imports another.

@@ -35,6 +35,7 @@ _PUBLIC = {
     "Tracks": "vidcorr.apps.track",
     "TrackSettings": "vidcorr.tracking.chain",
     "frame_flows": "vidcorr.tracking.inversion",
+    "PixelGradients": "vidcorr.readout.sensitivity.pixels",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]

@@ -1,0 +1,242 @@
+"""Per-pixel input gradients of any TF1 network: :class:`PixelGradients`.
+
+The question this project grew from: for a network ``out = f(x)`` and thousands of
+output pixels p, evaluate ``d(sum_c out[p, c]) / dx`` fast. The naive answer builds one
+``tf.gradients`` op and runs one ``sess.run`` per pixel. :class:`PixelGradients` takes a
+user's network, as a builder function or as ``(input, output)`` tensors of a graph with
+its session, and
+
+* freezes it (its variables become constants, batch norm in inference mode included)
+  and imports it once into its own graph, its input mapped to a variable that holds
+  the image on the device (a GPU when there is one): the image is loaded once, every
+  call reads it there;
+* builds the per-pixel gradient once, for a chunk of pixels at a time: by default
+  the network's graph transposed into forward ops over the chunk, the forward pass
+  shared by all of its pixels (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`,
+  the engine the matcher's exact read-out runs on); for a graph with an op it cannot
+  transpose, ``tf.gradients`` vectorised over the chunk's cotangents by
+  ``tf.vectorized_map`` (pfor; the forward pass shared as well);
+* reduces on the device: the full maps ``[N, H, W, C]``, their norm over channels
+  ``[N, H, W]``, or only each map's peak (position, value and a sub-pixel centroid
+  over its 3x3 neighbourhood);
+* runs as few ``sess.run`` calls as the memory budget allows: the chunk size comes
+  from the sizes of the tensors on the path from input to output.
+"""
+
+import numpy as np
+from tqdm import tqdm
+
+from vidcorr.compat import default_device, session_config, tf
+from vidcorr.errors import UserError
+from vidcorr.readout.sensitivity.backward import BatchedVJP, UnsupportedGraph
+
+__all__ = ["PixelGradients", "REDUCTIONS", "BACKWARDS"]
+
+REDUCTIONS = ("maps", "norm", "peak")
+BACKWARDS = ("auto", "transpose", "pfor")
+MAX_CHUNK = 256
+
+
+def _frozen(network, input_shape, session, restore):
+    """``(graph_def, input name, output name, input shape [1, H, W, C])`` of a network."""
+    if callable(network):
+        if input_shape is None or len(input_shape) != 3:
+            raise UserError("a network builder needs input_shape=(height, width, channels)")
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.placeholder(tf.float32, [1] + [int(v) for v in input_shape], "input")
+            y = network(x)
+            if not isinstance(y, tf.Tensor):
+                raise UserError("the network builder must return its output tensor, got %r"
+                                % (y,))
+            session = tf.Session(graph=graph, config=session_config())
+            session.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            if restore is not None:
+                restore(session)
+        try:
+            return _freeze(session, x, y)
+        finally:
+            session.close()
+    try:
+        x, y = network
+    except (TypeError, ValueError):
+        raise UserError("network must be a builder function or an (input, output) pair of "
+                        "tensors, got %r" % (network,))
+    if session is None and x.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
+        raise UserError("an (input, output) pair with variables needs its session=...")
+    return _freeze(session, x, y)
+
+
+def _freeze(session, x, y):
+    shape = x.shape
+    if shape.ndims != 4 or not shape[1:].is_fully_defined() or shape.as_list()[0] not in (None, 1):
+        raise UserError("the input must be 4-D [1, H, W, C] with a known H, W and C, got %s"
+                        % (shape,))
+    if y.shape.ndims != 4:
+        raise UserError("the output must be 4-D [1, h, w, c], got %s" % (y.shape,))
+    graph_def = x.graph.as_graph_def()
+    if session is not None and x.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
+        graph_def = tf.graph_util.convert_variables_to_constants(session, graph_def, [y.op.name])
+        if x.op.name not in {node.name for node in graph_def.node}:  # pruned away
+            raise UserError("the output does not depend on the input")
+    return graph_def, x.name, y.name, [1] + shape.as_list()[1:]
+
+
+class PixelGradients(object):
+    """Per-pixel input gradients of a network, built once (see the module docstring).
+
+    Args:
+      network: a builder ``f(x [1, H, W, C]) -> out [1, h, w, c]`` (its variables are
+        initialised, then ``restore(session)`` runs if given), or an ``(input, output)``
+        pair of tensors of a built graph (with ``session`` holding its weights).
+      input_shape: ``(H, W, C)`` for a builder.
+      session: the session of an ``(input, output)`` pair.
+      restore: for a builder, a function of the session that loads its weights.
+      reduce: ``"maps"``, ``"norm"`` (L2 over the input's channels) or ``"peak"``.
+      backward: ``"auto"`` (transposed if the graph allows, else pfor), ``"transpose"``,
+        ``"pfor"``.
+      memory_mb: the budget of one chunk's backward pass.
+      chunk: pixels per ``sess.run`` (default: from ``memory_mb``).
+      device: TensorFlow device (default: GPU if any, else CPU).
+      threads: intra-op threads.
+
+    Attributes:
+      backward: the backward pass in use (``"transpose"`` or ``"pfor"``).
+      chunk: pixels per ``sess.run``.
+      output_shape: ``(h, w, c)``.
+
+    Raises:
+      UserError: one line, for a network that is not 4-D in and out, an output that does
+        not depend on the input, or a bad setting.
+    """
+
+    def __init__(self, network, input_shape=None, session=None, restore=None, reduce="norm",
+                 backward="auto", memory_mb=1024, chunk=None, device=None, threads=None):
+        if reduce not in REDUCTIONS:
+            raise UserError("reduce must be one of %s, got %r" % (", ".join(REDUCTIONS), reduce))
+        if backward not in BACKWARDS:
+            raise UserError("backward must be one of %s, got %r"
+                            % (", ".join(BACKWARDS), backward))
+        graph_def, x_name, y_name, shape = _frozen(network, input_shape, session, restore)
+        self.reduce, self.input_shape = reduce, tuple(shape[1:])
+        self.graph = tf.Graph()
+        with self.graph.as_default(), tf.device(device or default_device()):
+            self.image = tf.Variable(tf.zeros(shape), trainable=False, name="image")
+            x = tf.identity(self.image.read_value(), name="x")  # [1, H, W, C]
+            y = tf.import_graph_def(graph_def, input_map={x_name: x},
+                                    return_elements=[y_name], name="net")[0]
+            if not y.shape.is_fully_defined():
+                raise UserError("the output's shape must be known, got %s" % (y.shape,))
+            self.output_shape = tuple(y.shape.as_list()[1:])
+            self.rows = tf.placeholder(tf.int32, [None], "rows")
+            self.cols = tf.placeholder(tf.int32, [None], "cols")
+            grads, per_pixel = self._backward(x, y, backward)
+            self.chunk = int(chunk or max(1, min(MAX_CHUNK, memory_mb * 2 ** 20 // per_pixel)))
+            self.outputs = self._reduced(grads)
+            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
+            self.sess.run(self.image.initializer)
+        self.graph.finalize()
+
+    def _backward(self, x, y, backward):
+        """``([K, H, W, C] gradients, bytes per pixel)`` for the pixels fed."""
+        c = self.output_shape[-1]
+        values = tf.ones(tf.stack([tf.shape(self.rows)[0], c]))  # sum over the output channels
+        if backward in ("auto", "transpose"):
+            try:
+                vjp = BatchedVJP(y, x)
+            except UnsupportedGraph as err:
+                if "does not depend" in str(err):
+                    raise UserError("the output does not depend on the input")
+                if backward == "transpose":
+                    raise UserError("backward 'transpose' cannot run this network: %s" % err)
+            else:
+                self.backward = "transpose"
+                return vjp.points(values, self.rows, self.cols), self._pixel_bytes(8)
+        self.backward = "pfor"
+        h, w = self.output_shape[:2]
+        cot = (tf.one_hot(self.rows, h)[:, :, None, None] *
+               tf.one_hot(self.cols, w)[:, None, :, None] * values[:, None, None, :])
+        if tf.gradients(y, x)[0] is None:
+            raise UserError("the output does not depend on the input")
+        grads = tf.vectorized_map(lambda g: tf.gradients(y, x, grad_ys=g[None])[0][0],
+                                  cot)  # [K, H, W, C]
+        return grads, self._pixel_bytes(12)
+
+    def _pixel_bytes(self, factor):
+        """``factor`` x the bytes of the network's activations (batch 1): one pixel's share
+        of a chunk's backward pass."""
+        size = 0
+        for op in self.graph.get_operations():
+            t = op.outputs[0] if op.outputs and op.name.startswith("net/") else None
+            if t is not None and t.dtype == tf.float32 and t.shape.is_fully_defined():
+                size += int(np.prod(t.shape.as_list()))
+        return factor * max(size, int(np.prod(self.input_shape)))
+
+    def _reduced(self, grads):
+        """The device-side reduction of ``[K, H, W, C]`` maps."""
+        if self.reduce == "maps":
+            return {"maps": grads}
+        norm = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=3))  # [K, H, W]
+        if self.reduce == "norm":
+            return {"norm": norm}
+        h, w = self.input_shape[:2]
+        flat = tf.reshape(norm, [-1, h * w])
+        arg = tf.argmax(flat, axis=1, output_type=tf.int32)
+        py, px = arg // w, arg % w
+        padded = tf.pad(norm, [[0, 0], [1, 1], [1, 1]])  # zero beyond the image
+        k = tf.range(tf.shape(norm)[0])
+        around = tf.stack([tf.stack([tf.gather_nd(padded, tf.stack([k, py + dy, px + dx], 1))
+                                     for dx in range(3)], 1) for dy in range(3)], 1)  # [K, 3, 3]
+        return {"x": px, "y": py, "peak": tf.reduce_max(flat, axis=1), "around": around}
+
+    def set_input(self, image):
+        """Loads the image ``[H, W, C]`` (or ``[1, H, W, C]``) onto the device, once."""
+        image = np.asarray(image, np.float32)
+        image = image[None] if image.ndim == 3 else image
+        if image.shape[1:] != self.input_shape or image.shape[0] != 1:
+            raise UserError("the image must be %s, got %s" % (list(self.input_shape),
+                                                              list(image.shape)))
+        self.image.load(image, self.sess)
+
+    def grid(self, stride=4, offset=0):
+        """``[N, 2]`` (x, y) output pixels on a grid of ``stride``."""
+        h, w = self.output_shape[:2]
+        ys, xs = np.mgrid[offset:h:stride, offset:w:stride]
+        return np.stack([xs.ravel(), ys.ravel()], axis=1)
+
+    def run(self, points=None, stride=4, progress=False):
+        """Gradients of output pixels w.r.t. the input loaded by :meth:`set_input`.
+
+        Args:
+          points: ``[N, 2]`` integer (x, y) output pixels (default: :meth:`grid`).
+          stride: the grid's stride when ``points`` is None.
+          progress: a progress bar over chunks.
+
+        Returns:
+          ``{"maps": [N, H, W, C]}``, ``{"norm": [N, H, W]}``, or for ``"peak"``
+          ``{"x", "y"}`` (the peak's pixel), ``"peak"`` (its value) and ``"subpixel"``
+          ``[N, 2]`` (x, y) (the centroid of the 3x3 neighbourhood).
+        """
+        points = self.grid(stride) if points is None else np.asarray(points)
+        h, w = self.output_shape[:2]
+        if points.ndim != 2 or points.shape[1] != 2 or points.dtype.kind not in "iu" or \
+                np.any(points < 0) or np.any(points >= [w, h]):
+            raise UserError("points must be [N, 2] integer (x, y) pixels of the %dx%d output"
+                            % (w, h))
+        parts = []
+        for i in tqdm(range(0, len(points), self.chunk), disable=not progress, unit="chunk"):
+            chunk = points[i:i + self.chunk]
+            parts.append(self.sess.run(self.outputs, {self.cols: chunk[:, 0],
+                                                      self.rows: chunk[:, 1]}))
+        out = {k: np.concatenate([p[k] for p in parts]) for k in self.outputs}
+        if self.reduce == "peak":
+            around = out.pop("around")  # [N, 3, 3]
+            d = np.arange(-1, 2)
+            mass = np.maximum(around.sum(axis=(1, 2)), 1e-30)
+            out["subpixel"] = np.stack([out["x"] + (around.sum(axis=1) * d).sum(1) / mass,
+                                        out["y"] + (around.sum(axis=2) * d).sum(1) / mass], 1)
+        return out
+
+    def close(self):
+        """Releases the session."""
+        self.sess.close()
