@@ -77,6 +77,8 @@ def main():
     parser.add_argument("--loop", type=int, default=24, help="pixels for the seed loop")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fused", action="store_true")
+    parser.add_argument("--chunk", type=int, help="PixelGradients' pixels per sess.run "
+                                                  "(default: from its memory budget)")
     args = parser.parse_args()
     h, w = (int(v) for v in args.size.split("x"))
     image = np.random.RandomState(0).uniform(size=(h, w, 3)).astype(np.float32)
@@ -95,7 +97,8 @@ def main():
                                   {x: image[None]})[0] for px, py in loop_points])
         loop_seconds = (time.time() - start) / args.loop
         start = time.time()
-        engine = PixelGradients((x, y), session=sess, reduce="maps", threads=args.threads)
+        engine = PixelGradients((x, y), session=sess, reduce="maps", threads=args.threads,
+                                chunk=args.chunk)
         build_seconds = time.time() - start
     engine.set_input(image)
     grid = engine.grid(args.stride)
@@ -104,13 +107,23 @@ def main():
     engine.run(grid)
     ours = (time.time() - start) / len(grid)
     ours_maps = engine.run(loop_points)["maps"]
-    jac_seconds, jac_maps = _jacobian(build, image, loop_points, grid, args.threads)
-    rows = [("seed loop (one tf.gradients + sess.run per pixel)", loop_seconds,
-             0.0),
-            ("jacobian (GradientTape, pfor)", jac_seconds, np.abs(jac_maps - loop).max()),
-            ("vidcorr.PixelGradients (%s)" % engine.backward, ours, np.abs(ours_maps - loop).max())]
-    print("| %dx%d, stride %d (%d pixels), %d threads | s / pixel | x PixelGradients | max "
-          "difference from the loop |" % (h, w, args.stride, len(grid), args.threads))
+    rows = [("seed loop (one tf.gradients + sess.run per pixel)", loop_seconds, 0.0)]
+    for pfor in (True, False):  # TF 1.15's pfor cannot vectorise this jacobian: a while loop
+        try:
+            seconds, maps = _jacobian(build, image, loop_points, grid if pfor else loop_points,
+                                      args.threads, pfor)
+        except Exception as err:  # pfor's missing converters raise various errors
+            print("jacobian with pfor=%s failed on TensorFlow %s: %s"
+                  % (pfor, tf.__version__, str(err).strip().splitlines()[-1][:150]))
+            continue
+        rows.append(("jacobian (GradientTape, %s)" % ("pfor" if pfor else "while loop"),
+                     seconds, np.abs(maps - loop).max()))
+        break
+    rows.append(("vidcorr.PixelGradients (%s)" % engine.backward, ours,
+                 np.abs(ours_maps - loop).max()))
+    print("| TF %s, %dx%d, stride %d (%d pixels), %d threads | s / pixel | x PixelGradients | "
+          "max difference from the loop |" % (tf.__version__, h, w, args.stride, len(grid),
+                                               args.threads))
     print("|---|---|---|---|")
     for name, seconds, diff in rows:
         print("| %s | %.5f | %.1f | %.2e |" % (name, seconds, seconds / ours, diff))
@@ -118,7 +131,7 @@ def main():
     engine.close()
 
 
-def _jacobian(build, image, loop_points, grid, threads):
+def _jacobian(build, image, loop_points, grid, threads, pfor=True):
     """Seconds per pixel of the vectorised Jacobian over the grid (in chunks that fit), and
     its maps of the loop's pixels."""
     h, w = image.shape[:2]
@@ -131,7 +144,7 @@ def _jacobian(build, image, loop_points, grid, threads):
             tape.watch(x)
             y = build(x)
             picked = tf.gather_nd(tf.reduce_sum(y[0], axis=-1), tf.stack([rows, cols], 1))
-        jac = tape.jacobian(picked, x, experimental_use_pfor=True)[:, 0]  # [N, H, W, 3]
+        jac = tape.jacobian(picked, x, experimental_use_pfor=pfor)[:, 0]  # [N, H, W, 3]
         sess = tf.Session(config=session_config(threads))
         sess.run(tf.global_variables_initializer())
         run = lambda p: sess.run(jac, {x: image[None], rows: p[:, 1], cols: p[:, 0]})  # noqa: E731

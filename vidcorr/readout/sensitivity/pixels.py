@@ -151,7 +151,7 @@ class PixelGradients(object):
                     raise UserError("backward 'transpose' cannot run this network: %s" % err)
             else:
                 self.backward = "transpose"
-                return vjp.points(values, self.rows, self.cols), self._pixel_bytes(8)
+                return vjp.points(values, self.rows, self.cols), self._pixel_bytes(3)
         self.backward = "pfor"
         h, w = self.output_shape[:2]
         cot = (tf.one_hot(self.rows, h)[:, :, None, None] *
@@ -160,17 +160,18 @@ class PixelGradients(object):
             raise UserError("the output does not depend on the input")
         grads = tf.vectorized_map(lambda g: tf.gradients(y, x, grad_ys=g[None])[0][0],
                                   cot)  # [K, H, W, C]
-        return grads, self._pixel_bytes(12)
+        return grads, self._pixel_bytes(4)
 
-    def _pixel_bytes(self, factor):
-        """``factor`` x the bytes of the network's activations (batch 1): one pixel's share
-        of a chunk's backward pass."""
-        size = 0
+    def _pixel_bytes(self, copies):
+        """One pixel's share of a chunk's backward pass: ``copies`` of the network's largest
+        activation (the cotangents alive at once as the pass goes layer by layer) and its
+        map of the input, float32."""
+        largest = 0
         for op in self.graph.get_operations():
             t = op.outputs[0] if op.outputs and op.name.startswith("net/") else None
             if t is not None and t.dtype == tf.float32 and t.shape.is_fully_defined():
-                size += int(np.prod(t.shape.as_list()))
-        return factor * max(size, int(np.prod(self.input_shape)))
+                largest = max(largest, int(np.prod(t.shape.as_list())))
+        return 4 * (copies * largest + int(np.prod(self.input_shape)))
 
     def _reduced(self, grads):
         """The device-side reduction of ``[K, H, W, C]`` maps."""
