@@ -4,7 +4,6 @@ and an exit code (:func:`vidcorr.errors.run_cli`)."""
 
 import argparse
 import inspect
-import sys
 
 from vidcorr.errors import UserError, run_cli
 from vidcorr.quiet import quiet_stderr
