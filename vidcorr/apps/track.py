@@ -145,26 +145,29 @@ def track(source, queries=None, grid=None, best=None, start=0, end=None, every=1
     _check_out(out)
     count = count_frames(source) or sum(1 for _ in stream_frames(source, max_height))
     frames = frame_indices(count, start, end, every)
-    matcher = matcher if matcher is not None else Matcher()
     clock = {"read_out": 0.0, "chain": 0.0, "start": time.time()}
     stream = _tracked(source, max_height, frames)
     first, second = next(stream), next(stream, None)
     if second is None:
         raise UserError("%s: fewer than 2 frames could be decoded" % source)
     height, width = first.shape[:2]
+    if given is None and grid is not None:
+        given = grid_queries(int(frames[0]), height, width, grid)
+    elif given is None and (isinstance(best, bool) or not isinstance(best, (int, np.integer))
+                            or best < 1):
+        raise UserError("--best must be a whole number >= 1, got %r" % (best,))
+    if given is not None:  # checked before any graph is built: a bad query fails at once
+        slots = check_queries(given, frames, height, width)
+    matcher = matcher if matcher is not None else Matcher()
     readouts = _ReadOuts(matcher, height, width, settings.consistency)
     t0 = time.time()
     pair, res = readouts.read(uint8_to_float(first), uint8_to_float(second))
     clock["read_out"] += time.time() - t0
-    if given is None and grid is not None:
-        given = grid_queries(int(frames[0]), height, width, grid)
-    elif given is None:
-        if isinstance(best, bool) or not isinstance(best, (int, np.integer)) or best < 1:
-            raise UserError("--best must be a whole number >= 1, got %r" % (best,))
+    if given is None:
         given = confident_queries(int(frames[0]), res["position"][0][..., 0, :],
                                   res["confidence"][0], best, max(4.0, np.sqrt(
                                       height * width / float(best)) / 2))
-    slots = check_queries(given, frames, height, width)
+        slots = check_queries(given, frames, height, width)
     scratch = scratch_folder(tempfile.gettempdir(), "vidcorr-track-")
     try:
         run = _Follow(readouts, given, slots, frames, (height, width), settings, scratch, clock)
