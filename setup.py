@@ -39,6 +39,11 @@ EXTRAS = {
     # vidcorr-export --format onnx and its checks: tf2onnx converts, onnxruntime runs
     "onnx": ['tf2onnx>=1.16; python_version >= "3.8"', 'onnx; python_version >= "3.8"',
              'onnxruntime; python_version >= "3.8"'],
+    # examples/notebooks: run them (Jupyter's kernel and nbclient) and draw (matplotlib);
+    # they also use the eval extra's pair and peers
+    "notebooks": ["nbclient", "nbformat", "ipykernel", "matplotlib"],
+    # scripts/api_docs.py: the API reference from the docstrings
+    "docs": ['pdoc>=14; python_version >= "3.9"'],
 }
 
 setup(

@@ -2,7 +2,7 @@
 would do instead, on the same network, input and threads.
 
     python benchmarks/bench_pixel_gradients.py [--size 128x384] [--stride 4] [--loop 24]
-        [--threads 2]
+        [--threads 2] [--fused] [--only-ours]
 
 The network is a small U-Net of the seed's kind (an encoder-decoder with skips and
 batch norm in inference mode; ``--fused`` uses fused batch norm and ELU, which the
@@ -13,14 +13,21 @@ transposed pass cannot follow, so PixelGradients runs pfor). Methods:
 * ``jacobian (pfor)``: ``tf.GradientTape().jacobian`` of the chosen pixels' channel sums
   with respect to the input, vectorised (``experimental_use_pfor``), one ``sess.run``;
 * ``PixelGradients``: vidcorr's engine (``reduce="maps"``: the full maps come back), built
-  once, then the whole stride grid.
+  once, then the whole stride grid;
+* ``PixelGradients, window="auto"``: the same maps cropped to the receptive field, the
+  backward pass itself running on windows (compared with the loop after pasting the
+  windows into whole maps).
 
-Prints seconds per pixel, each method's ratio to PixelGradients, and the largest
-difference of its maps from the seed loop's on the loop's pixels.
+Prints seconds per pixel, each method's ratio to PixelGradients, the largest difference
+of its maps from the seed loop's on the loop's pixels, and the process's peak resident
+memory. ``--only-ours`` leaves out the Jacobian and the full maps (at 480x640 the grid's
+full maps alone would take 70 GB): the loop and PixelGradients' windows, for its memory
+at a large size (the goal: 480x640 at stride 4 within 4 GB).
 """
 
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -79,6 +86,7 @@ def main():
     parser.add_argument("--fused", action="store_true")
     parser.add_argument("--chunk", type=int, help="PixelGradients' pixels per sess.run "
                                                   "(default: from its memory budget)")
+    parser.add_argument("--only-ours", action="store_true", help="PixelGradients alone")
     args = parser.parse_args()
     h, w = (int(v) for v in args.size.split("x"))
     image = np.random.RandomState(0).uniform(size=(h, w, 3)).astype(np.float32)
@@ -97,18 +105,21 @@ def main():
                                   {x: image[None]})[0] for px, py in loop_points])
         loop_seconds = (time.time() - start) / args.loop
         start = time.time()
-        engine = PixelGradients((x, y), session=sess, reduce="maps", threads=args.threads,
-                                chunk=args.chunk)
-        build_seconds = time.time() - start
-    engine.set_input(image)
-    grid = engine.grid(args.stride)
-    engine.run(grid[:engine.chunk])  # warm-up
-    start = time.time()
-    engine.run(grid)
-    ours = (time.time() - start) / len(grid)
-    ours_maps = engine.run(loop_points)["maps"]
+        windows = ("auto",) if args.only_ours else (None, "auto")
+        engines = [PixelGradients((x, y), session=sess, reduce="maps", threads=args.threads,
+                                  chunk=args.chunk, window=window) for window in windows]
+        build_seconds = (time.time() - start) / len(windows)
+    grid = engines[0].grid(args.stride)
+    times = []
+    for engine in engines:
+        engine.set_input(image)
+        engine.run(grid[:engine.chunk])  # warm-up
+        start = time.time()
+        engine.run(grid)
+        times.append((time.time() - start) / len(grid))
+    ours = times[0]
     rows = [("seed loop (one tf.gradients + sess.run per pixel)", loop_seconds, 0.0)]
-    for pfor in (True, False):  # TF 1.15's pfor cannot vectorise this jacobian: a while loop
+    for pfor in () if args.only_ours else (True, False):  # 1.15's pfor cannot: a while loop
         try:
             seconds, maps = _jacobian(build, image, loop_points, grid if pfor else loop_points,
                                       args.threads, pfor)
@@ -119,16 +130,32 @@ def main():
         rows.append(("jacobian (GradientTape, %s)" % ("pfor" if pfor else "while loop"),
                      seconds, np.abs(maps - loop).max()))
         break
-    rows.append(("vidcorr.PixelGradients (%s)" % engine.backward, ours,
-                 np.abs(ours_maps - loop).max()))
+    for engine, seconds in zip(engines, times):
+        got = engine.run(loop_points)
+        maps = got["maps"] if "origin" not in got else _paste(got["maps"], got["origin"], h, w)
+        rows.append(("vidcorr.PixelGradients (%s%s)" % (engine.backward, "" if "origin" not in got
+                                                        else ", window %dx%d" % engine.window_shape),
+                     seconds, np.abs(maps - loop).max()))
     print("| TF %s, %dx%d, stride %d (%d pixels), %d threads | s / pixel | x PixelGradients | "
           "max difference from the loop |" % (tf.__version__, h, w, args.stride, len(grid),
                                                args.threads))
     print("|---|---|---|---|")
     for name, seconds, diff in rows:
         print("| %s | %.5f | %.1f | %.2e |" % (name, seconds, seconds / ours, diff))
-    print("PixelGradients: built in %.2f s, %d pixels per sess.run" % (build_seconds, engine.chunk))
-    engine.close()
+    print("PixelGradients: built in %.2f s, %d pixels per sess.run; peak resident memory "
+          "%.0f MB" % (build_seconds, engines[0].chunk,
+                       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+    for engine in engines:
+        engine.close()
+
+
+def _paste(windows, origins, height, width):
+    """Windows ``[N, h, w, C]`` at their (x, y) origins, in zero maps ``[N, H, W, C]``."""
+    n, h, w, c = windows.shape
+    out = np.zeros((n, height + 2 * h, width + 2 * w, c), windows.dtype)
+    for i, (ox, oy) in enumerate(origins):
+        out[i, oy + h:oy + 2 * h, ox + w:ox + 2 * w] = windows[i]
+    return out[:, h:h + height, w:w + width]
 
 
 def _jacobian(build, image, loop_points, grid, threads, pfor=True):

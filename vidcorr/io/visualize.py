@@ -7,7 +7,8 @@ import colorsys
 import numpy as np
 from PIL import Image, ImageDraw
 
-__all__ = ["flow_to_color", "direction_color", "match_picture", "TrackDrawing", "flow_wheel",
+__all__ = ["flow_to_color", "direction_color", "match_picture", "matches_image", "TrackDrawing",
+           "flow_wheel",
            "sensitivity_image", "weights_image", "tracks_image", "show"]
 
 # The Middlebury colour wheel (Baker et al. 2011): red, yellow, green, cyan, blue, magenta,
@@ -41,7 +42,15 @@ def _uint8(image):
 
 
 def match_picture(frame_t, frame_t2, matches, path, max_lines=150):
-    """Writes a PNG of a pair's matches.
+    """Writes :func:`matches_image` as a PNG at ``path``; returns its ``(width, height)``:
+    ``(2 W, 2 H)``."""
+    canvas = Image.fromarray(matches_image(frame_t, frame_t2, matches, max_lines))
+    canvas.save(path, format="PNG")
+    return canvas.size
+
+
+def matches_image(frame_t, frame_t2, matches, max_lines=150):
+    """A picture of a pair's matches, ``[2 H, 2 W, 3]`` uint8.
 
     Left column: frame t above frame t+2, joined by match lines coloured by
     direction. Right column: the sparse flow t -> t+2 colour-coded (hue:
@@ -51,11 +60,7 @@ def match_picture(frame_t, frame_t2, matches, path, max_lines=150):
       frame_t: ``[H, W, 3]`` array (uint8 or float in [0, 1]).
       frame_t2: the second frame.
       matches: :class:`vidcorr.readout.matching.Matches` of the pair.
-      path: output PNG path.
       max_lines: at most this many lines (the most confident valid ones).
-
-    Returns:
-      The picture's ``(width, height)``: ``(2 W, 2 H)``.
     """
     a, b = _uint8(frame_t), _uint8(frame_t2)
     h, w = a.shape[:2]
@@ -83,8 +88,7 @@ def match_picture(frame_t, frame_t2, matches, path, max_lines=150):
             dense[max(0, gy - half):gy - half + stride, max(0, gx - half):gx - half + stride] = f
     canvas.paste(Image.fromarray(flow_to_color(dense, top)), (w, 0))
     canvas.paste(Image.fromarray((0.5 * a + 0.5 * b).astype(np.uint8)), (w, h))
-    canvas.save(path, format="PNG")
-    return canvas.size
+    return np.asarray(canvas)
 
 
 def _track_colours(queries):

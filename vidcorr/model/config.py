@@ -75,6 +75,7 @@ class DataConfig:
     seed: int = 0
 
     def validate(self):
+        """Checks every ``data.*`` field; the first bad one becomes a one-line UserError."""
         _check(self.synthetic or len(self.sources) > 0, "data.sources",
                "is empty: list video files or frame folders, or set data.synthetic")
         _check(1 <= self.gap <= MAX_GAP, "data.gap", "must be from 1 to %d" % MAX_GAP)
@@ -137,6 +138,7 @@ class TrainConfig:
     tune: str = "all"
 
     def validate(self):
+        """Checks every ``train.*`` field; the first bad one becomes a one-line UserError."""
         _check(1 <= self.batch_size <= MAX_BATCH, "train.batch_size",
                "must be from 1 to %d" % MAX_BATCH)
         _check(1 <= self.num_devices <= MAX_DEVICES, "train.num_devices",

@@ -56,9 +56,16 @@ RefineSettings.__doc__ = """The refinement's solver and energy: ``rounds`` re-wa
 of ``iterations`` fixed-point steps of ``sweeps`` red-black SOR sweeps (each >= 1); the
 smoothness weight ``alpha``, brightness constancy ``delta``, gradient constancy ``gamma``.
 :meth:`from_options` reads them from a :class:`vidcorr.readout.options.MatchOptions`."""
-RefineSettings.from_options = staticmethod(lambda o: RefineSettings(
-    o.refine_rounds, o.refine_iterations, o.refine_sweeps, o.refine_alpha, o.refine_delta,
-    o.refine_gamma))
+
+
+def _from_options(options):
+    """The :class:`RefineSettings` of a :class:`vidcorr.readout.options.MatchOptions`."""
+    return RefineSettings(options.refine_rounds, options.refine_iterations,
+                          options.refine_sweeps, options.refine_alpha, options.refine_delta,
+                          options.refine_gamma)
+
+
+RefineSettings.from_options = staticmethod(_from_options)
 
 
 def _dx(f):

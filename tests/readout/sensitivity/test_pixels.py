@@ -60,13 +60,14 @@ def _seed_loop(build, image, points):
             return np.stack(maps), (x, y)
 
 
-@pytest.mark.parametrize("fused,backward", [(False, "transpose"), (True, "pfor")])
+@pytest.mark.parametrize("fused,backward", [(False, "transpose"), (True, "pfor"), (True, "loop")])
 def test_maps_equal_the_seeds_loop(fused, backward):
     image = np.random.RandomState(0).uniform(size=(H, W, C)).astype(np.float32)
     build = lambda x: unet(x, fused)  # noqa: E731
     points = np.array([[0, 0], [5, 3], [23, 15], [12, 8], [7, 14]])
     expected, _ = _seed_loop(build, image, points)
-    grads = PixelGradients(build, input_shape=(H, W, C), reduce="maps", chunk=2)
+    grads = PixelGradients(build, input_shape=(H, W, C), reduce="maps", chunk=2,
+                           backward="loop" if backward == "loop" else "auto")
     assert grads.backward == backward and grads.output_shape == (H, W, 2)
     grads.set_input(image)
     got = grads.run(points)["maps"]
@@ -127,4 +128,82 @@ def test_bad_networks_and_inputs_are_one_line_errors():
         grads.run(np.array([[W, 0]]))
     with pytest.raises(UserError, match="reduce must be"):
         PixelGradients(lambda x: x, input_shape=(H, W, C), reduce="mean")
+    with pytest.raises(UserError, match="window must be"):
+        PixelGradients(lambda x: x, input_shape=(H, W, C), window=(3, 0))
+    with pytest.raises(UserError, match="k must be"):
+        PixelGradients(lambda x: x, input_shape=(H, W, C), reduce="topk", k=0)
     grads.close()
+
+
+def _paste(windows, origins, height, width):
+    """Windows ``[N, h, w, C]`` at their (x, y) origins in zero maps ``[N, H, W, C]`` (numpy)."""
+    n, h, w, c = windows.shape
+    out = np.zeros((n, height + 2 * h, width + 2 * w, c), windows.dtype)  # room beyond the image
+    for i, (ox, oy) in enumerate(origins):
+        out[i, oy + h:oy + 2 * h, ox + w:ox + 2 * w] = windows[i]
+    return out[:, h:h + height, w:w + width]
+
+
+def test_windows_and_top_k_against_the_loops_maps():
+    """The receptive-field windows (the pass runs on windows, through batch norm's products
+    by constants too) hold all of each map; a given window is the map's crop around the
+    pixel; top-k is numpy's sort of the norm."""
+    height, width = 48, 64
+    rng = np.random.RandomState(2)
+    image = rng.uniform(size=(height, width, C)).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [1, height, width, C])
+        y = tf.nn.batch_normalization(classifier_features(x), tf.constant([.1, .2, .3, .4]),
+                                      tf.constant([2., 1., .5, 3.]), 0.1, 1.5, 1e-3)
+        y = y * tf.constant(rng.uniform(0.5, 1.5, (1, 24, 32, 1)), tf.float32)  # [1, 24, 32, 4]
+        sess = tf.Session()
+        sess.run(tf.global_variables_initializer())
+        points = np.array([[0, 0], [31, 23], [10, 7], [20, 12], [5, 22]])
+        maps = np.stack([sess.run(tf.gradients(tf.reduce_sum(y[0, py, px, :]), x)[0],
+                                  {x: image[None]})[0] for px, py in points])
+        auto = PixelGradients((x, y), session=sess, reduce="maps", window="auto", chunk=2)
+        given = PixelGradients((x, y), session=sess, reduce="norm", window=(9, 7))
+        top = PixelGradients((x, y), session=sess, reduce="topk", k=4, window="auto")
+        sess.close()
+    assert auto.window_shape[0] * auto.window_shape[1] < height * width / 4  # a window, not dense
+    for engine in (auto, given, top):
+        engine.set_input(image)
+    got = auto.run(points)
+    np.testing.assert_allclose(_paste(got["maps"], got["origin"], height, width), maps,
+                               rtol=1e-4, atol=1e-6)
+    got = given.run(points)
+    norm = np.sqrt((maps ** 2).sum(axis=3))  # [N, H, W]
+    np.testing.assert_array_equal(got["origin"], points * 2 + 1 - [3, 4])  # centre 2 p + 1
+    padded = np.pad(norm, [(0, 0), (9, 9), (7, 7)])
+    crops = np.stack([padded[i, oy + 9:oy + 18, ox + 7:ox + 14]
+                      for i, (ox, oy) in enumerate(got["origin"])])
+    np.testing.assert_allclose(got["norm"], crops, rtol=1e-4, atol=1e-6)
+    got = top.run(points)
+    flat = norm.reshape(len(points), -1)
+    order = np.argsort(-flat, axis=1, kind="stable")[:, :4]
+    np.testing.assert_allclose(got["value"], np.take_along_axis(flat, order, 1), rtol=1e-4)
+    np.testing.assert_array_equal(got["y"] * width + got["x"], order)
+    for engine in (auto, given, top):
+        engine.close()
+
+
+def test_vidcorrs_own_network_gives_the_matchers_sensitivity_maps():
+    """The packaged model's predictor graph, taken as a user's (input, output): the per-frame
+    norms of its maps are the Matcher's sensitivity maps."""
+    import vidcorr
+
+    rng = np.random.RandomState(3)
+    a, b = (rng.uniform(size=(32, 48, 3)).astype(np.float32) for _ in range(2))
+    matcher = vidcorr.Matcher()
+    points = np.array([[0, 0], [20, 11], [47, 31]])
+    expected = matcher.sensitivity_maps(a, b, points)  # [N, 2, H, W]
+    predictor = matcher.predictor_for(32, 48)
+    grads = PixelGradients((predictor.inputs, predictor.prediction), session=predictor.sess,
+                           reduce="maps")
+    grads.set_input(np.concatenate([a, b], axis=-1))
+    maps = grads.run(points)["maps"]  # [N, H, W, 6]
+    norms = np.stack([np.sqrt((maps[..., :3] ** 2).sum(-1)), np.sqrt((maps[..., 3:] ** 2).sum(-1))], 1)
+    np.testing.assert_allclose(norms, expected, rtol=1e-4, atol=1e-5)
+    grads.close()
+    matcher.close()

@@ -15,10 +15,15 @@ its session, and
   shared by all of its pixels (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`,
   the engine the matcher's exact read-out runs on); for a graph with an op it cannot
   transpose, ``tf.gradients`` vectorised over the chunk's cotangents by
-  ``tf.vectorized_map`` (pfor; the forward pass shared as well);
-* reduces on the device: the full maps ``[N, H, W, C]``, their norm over channels
-  ``[N, H, W]``, or only each map's peak (position, value and a sub-pixel centroid
-  over its 3x3 neighbourhood);
+  ``tf.vectorized_map`` (pfor; the forward pass shared as well), and where pfor cannot
+  convert an op (TF 1.15 has fewer converters), ``tf.gradients`` in a ``tf.map_fn``;
+* crops on the device, if asked, each map to a window: the receptive field, as far as
+  the transposed pass follows it (``window="auto"``: the pass itself runs on windows,
+  so a pixel's cost stops growing with the image), or a given ``(h, w)`` around the
+  pixel's place in the input;
+* reduces on the device: the (windowed) maps ``[N, H, W, C]``, their norm over
+  channels ``[N, H, W]``, only each map's peak (position, value and a sub-pixel
+  centroid over its 3x3 neighbourhood), or its ``k`` largest norms and their positions;
 * runs as few ``sess.run`` calls as the memory budget allows: the chunk size comes
   from the sizes of the tensors on the path from input to output.
 """
@@ -29,12 +34,28 @@ from tqdm import tqdm
 from vidcorr.compat import default_device, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.readout.sensitivity.backward import BatchedVJP, UnsupportedGraph
+from vidcorr.readout.sensitivity.windows import Window
 
 __all__ = ["PixelGradients", "REDUCTIONS", "BACKWARDS"]
 
-REDUCTIONS = ("maps", "norm", "peak")
-BACKWARDS = ("auto", "transpose", "pfor")
+REDUCTIONS = ("maps", "norm", "peak", "topk")
+BACKWARDS = ("auto", "transpose", "pfor", "loop")
 MAX_CHUNK = 256
+
+
+def _check_settings(reduce, backward, window, k):
+    """One-line errors for the settings of :class:`PixelGradients`."""
+    if reduce not in REDUCTIONS:
+        raise UserError("reduce must be one of %s, got %r" % (", ".join(REDUCTIONS), reduce))
+    if backward not in BACKWARDS:
+        raise UserError("backward must be one of %s, got %r" % (", ".join(BACKWARDS), backward))
+    if not (window is None or window == "auto" or (
+            isinstance(window, (tuple, list)) and len(window) == 2 and
+            all(isinstance(v, (int, np.integer)) and v > 0 for v in window))):
+        raise UserError("window must be None, 'auto' or (height, width) in pixels, got %r"
+                        % (window,))
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise UserError("k must be a positive integer, got %r" % (k,))
 
 
 def _frozen(network, input_shape, session, restore):
@@ -92,18 +113,27 @@ class PixelGradients(object):
       input_shape: ``(H, W, C)`` for a builder.
       session: the session of an ``(input, output)`` pair.
       restore: for a builder, a function of the session that loads its weights.
-      reduce: ``"maps"``, ``"norm"`` (L2 over the input's channels) or ``"peak"``.
-      backward: ``"auto"`` (transposed if the graph allows, else pfor), ``"transpose"``,
-        ``"pfor"``.
+      reduce: ``"maps"``, ``"norm"`` (L2 over the input's channels), ``"peak"`` or
+        ``"topk"`` (the ``k`` largest norms).
+      backward: ``"auto"`` (transposed if the graph allows, else pfor, else the loop),
+        ``"transpose"``, ``"pfor"`` or ``"loop"`` (``tf.gradients`` in a ``tf.map_fn``
+        over the chunk: any graph, the slowest).
+      window: None (whole maps), ``"auto"`` (the receptive field as the transposed pass
+        follows it; the whole image where the pass goes dense or runs pfor) or
+        ``(h, w)`` centred on the pixel's place in the input (``x (W / w_out)``; the map
+        outside it is dropped). Windows reach beyond the image where the pixel is near
+        its border: the part outside is zero.
+      k: the number of positions of ``"topk"``.
       memory_mb: the budget of one chunk's backward pass.
       chunk: pixels per ``sess.run`` (default: from ``memory_mb``).
       device: TensorFlow device (default: GPU if any, else CPU).
       threads: intra-op threads.
 
     Attributes:
-      backward: the backward pass in use (``"transpose"`` or ``"pfor"``).
+      backward: the backward pass in use (``"transpose"``, ``"pfor"`` or ``"loop"``).
       chunk: pixels per ``sess.run``.
       output_shape: ``(h, w, c)``.
+      window_shape: ``(h, w)`` of the maps returned.
 
     Raises:
       UserError: one line, for a network that is not 4-D in and out, an output that does
@@ -111,14 +141,14 @@ class PixelGradients(object):
     """
 
     def __init__(self, network, input_shape=None, session=None, restore=None, reduce="norm",
-                 backward="auto", memory_mb=1024, chunk=None, device=None, threads=None):
-        if reduce not in REDUCTIONS:
-            raise UserError("reduce must be one of %s, got %r" % (", ".join(REDUCTIONS), reduce))
-        if backward not in BACKWARDS:
-            raise UserError("backward must be one of %s, got %r"
-                            % (", ".join(BACKWARDS), backward))
+                 backward="auto", window=None, k=5, memory_mb=1024, chunk=None, device=None,
+                 threads=None):
+        _check_settings(reduce, backward, window, k)
         graph_def, x_name, y_name, shape = _frozen(network, input_shape, session, restore)
-        self.reduce, self.input_shape = reduce, tuple(shape[1:])
+        self.reduce, self.k, self.input_shape = reduce, int(k), tuple(shape[1:])
+        if reduce == "topk" and self.k > shape[1] * shape[2]:
+            raise UserError("k must be at most the input's %d pixels, got %d"
+                            % (shape[1] * shape[2], self.k))
         self.graph = tf.Graph()
         with self.graph.as_default(), tf.device(device or default_device()):
             self.image = tf.Variable(tf.zeros(shape), trainable=False, name="image")
@@ -130,15 +160,18 @@ class PixelGradients(object):
             self.output_shape = tuple(y.shape.as_list()[1:])
             self.rows = tf.placeholder(tf.int32, [None], "rows")
             self.cols = tf.placeholder(tf.int32, [None], "cols")
-            grads, per_pixel = self._backward(x, y, backward)
+            grads, per_pixel = self._backward(x, y, backward, window == "auto")
+            maps, origin = self._windowed(grads, window)  # [K, h, w, C], [K, 2] (x, y)
+            self.window_shape = tuple(maps.shape.as_list()[1:3])
             self.chunk = int(chunk or max(1, min(MAX_CHUNK, memory_mb * 2 ** 20 // per_pixel)))
-            self.outputs = self._reduced(grads)
+            self.outputs = self._reduced(maps, origin, window is not None)
             self.sess = tf.Session(graph=self.graph, config=session_config(threads))
             self.sess.run(self.image.initializer)
         self.graph.finalize()
 
-    def _backward(self, x, y, backward):
-        """``([K, H, W, C] gradients, bytes per pixel)`` for the pixels fed."""
+    def _backward(self, x, y, backward, windowed):
+        """``([K, H, W, C] gradients or a Window of them, bytes per pixel)`` for the pixels
+        fed."""
         c = self.output_shape[-1]
         values = tf.ones(tf.stack([tf.shape(self.rows)[0], c]))  # sum over the output channels
         if backward in ("auto", "transpose"):
@@ -151,16 +184,46 @@ class PixelGradients(object):
                     raise UserError("backward 'transpose' cannot run this network: %s" % err)
             else:
                 self.backward = "transpose"
-                return vjp.points(values, self.rows, self.cols), self._pixel_bytes(3)
-        self.backward = "pfor"
+                grads = vjp.points(values, self.rows, self.cols, windowed=windowed)
+                return grads, self._pixel_bytes(3)
         h, w = self.output_shape[:2]
         cot = (tf.one_hot(self.rows, h)[:, :, None, None] *
                tf.one_hot(self.cols, w)[:, None, :, None] * values[:, None, None, :])
         if tf.gradients(y, x)[0] is None:
             raise UserError("the output does not depend on the input")
-        grads = tf.vectorized_map(lambda g: tf.gradients(y, x, grad_ys=g[None])[0][0],
-                                  cot)  # [K, H, W, C]
-        return grads, self._pixel_bytes(4)
+        one = lambda g: tf.gradients(y, x, grad_ys=g[None])[0][0]  # noqa: E731
+        if backward != "loop":
+            try:
+                self.backward = "pfor"
+                return tf.vectorized_map(one, cot), self._pixel_bytes(4)  # [K, H, W, C]
+            except (ValueError, NotImplementedError) as err:  # an op pfor cannot convert
+                if backward == "pfor":
+                    raise UserError("backward 'pfor' cannot run this network: %s"
+                                    % str(err).strip().splitlines()[-1])
+        self.backward = "loop"
+        return tf.map_fn(one, cot), self._pixel_bytes(4)  # [K, H, W, C], a while loop
+
+    def _windowed(self, grads, window):
+        """``(maps [K, h, w, C], origins [K, 2] (x, y))``: the maps in their windows."""
+        if isinstance(grads, Window):  # the transposed pass stayed windowed to the input
+            return grads.data * grads.valid(), tf.stack([grads.ox, grads.oy], axis=1)
+        zeros = tf.zeros_like(self.rows)
+        if window is None or window == "auto":
+            return grads, tf.stack([zeros, zeros], axis=1)
+        (height, width), (h, w) = self.input_shape[:2], self.output_shape[:2]
+        oy = (2 * self.rows + 1) * height // (2 * h) - window[0] // 2  # [K] the centre, less half
+        ox = (2 * self.cols + 1) * width // (2 * w) - window[1] // 2
+        rows = oy[:, None] + tf.range(window[0])  # [K, wh]
+        cols = ox[:, None] + tf.range(window[1])  # [K, ww]
+        inside = (tf.cast((rows >= 0) & (rows < height), tf.float32)[:, :, None, None] *
+                  tf.cast((cols >= 0) & (cols < width), tf.float32)[:, None, :, None])
+        k = tf.shape(rows)[0]
+        index = tf.stack([tf.tile(tf.range(k)[:, None, None], [1] + list(window)),
+                          tf.tile(tf.clip_by_value(rows, 0, height - 1)[:, :, None],
+                                  [1, 1, window[1]]),
+                          tf.tile(tf.clip_by_value(cols, 0, width - 1)[:, None, :],
+                                  [1, window[0], 1])], axis=-1)  # [K, wh, ww, 3]
+        return tf.gather_nd(grads, index) * inside, tf.stack([ox, oy], axis=1)
 
     def _pixel_bytes(self, copies):
         """One pixel's share of a chunk's backward pass: ``copies`` of the network's largest
@@ -173,22 +236,28 @@ class PixelGradients(object):
                 largest = max(largest, int(np.prod(t.shape.as_list())))
         return 4 * (copies * largest + int(np.prod(self.input_shape)))
 
-    def _reduced(self, grads):
-        """The device-side reduction of ``[K, H, W, C]`` maps."""
+    def _reduced(self, maps, origin, windowed):
+        """The device-side reduction of ``[K, h, w, C]`` maps whose windows start at
+        ``origin`` ``[K, 2]`` (x, y); positions come back in the input's pixels."""
+        extra = {"origin": origin} if windowed else {}
         if self.reduce == "maps":
-            return {"maps": grads}
-        norm = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=3))  # [K, H, W]
+            return dict(maps=maps, **extra)
+        norm = tf.sqrt(tf.reduce_sum(tf.square(maps), axis=3))  # [K, h, w]
         if self.reduce == "norm":
-            return {"norm": norm}
-        h, w = self.input_shape[:2]
-        flat = tf.reshape(norm, [-1, h * w])
+            return dict(norm=norm, **extra)
+        h, w = self.window_shape
+        flat = tf.reshape(norm, [-1, h * w])  # [K, h w]
+        if self.reduce == "topk":
+            value, arg = tf.nn.top_k(flat, k=min(self.k, h * w))  # [K, k]
+            return {"x": arg % w + origin[:, :1], "y": arg // w + origin[:, 1:], "value": value}
         arg = tf.argmax(flat, axis=1, output_type=tf.int32)
         py, px = arg // w, arg % w
         padded = tf.pad(norm, [[0, 0], [1, 1], [1, 1]])  # zero beyond the image
         k = tf.range(tf.shape(norm)[0])
         around = tf.stack([tf.stack([tf.gather_nd(padded, tf.stack([k, py + dy, px + dx], 1))
                                      for dx in range(3)], 1) for dy in range(3)], 1)  # [K, 3, 3]
-        return {"x": px, "y": py, "peak": tf.reduce_max(flat, axis=1), "around": around}
+        return {"x": px + origin[:, 0], "y": py + origin[:, 1], "peak": tf.reduce_max(flat, axis=1),
+                "around": around}
 
     def set_input(self, image):
         """Loads the image ``[H, W, C]`` (or ``[1, H, W, C]``) onto the device, once."""
@@ -214,9 +283,12 @@ class PixelGradients(object):
           progress: a progress bar over chunks.
 
         Returns:
-          ``{"maps": [N, H, W, C]}``, ``{"norm": [N, H, W]}``, or for ``"peak"``
-          ``{"x", "y"}`` (the peak's pixel), ``"peak"`` (its value) and ``"subpixel"``
-          ``[N, 2]`` (x, y) (the centroid of the 3x3 neighbourhood).
+          ``{"maps": [N, H, W, C]}``, ``{"norm": [N, H, W]}`` (with a window: ``[N, h, w,
+          ...]`` and ``"origin"`` ``[N, 2]``, the (x, y) of each window's top left in
+          the input, which may lie outside it), for ``"peak"`` ``"x"``, ``"y"`` (the
+          peak's pixel in the input), ``"peak"`` (its value) and ``"subpixel"`` ``[N, 2]``
+          (x, y) (the centroid of the 3x3 neighbourhood), for ``"topk"`` ``"x"``, ``"y"``
+          and ``"value"`` ``[N, k]``, the largest norm first.
         """
         points = self.grid(stride) if points is None else np.asarray(points)
         h, w = self.output_shape[:2]

@@ -243,6 +243,22 @@ def _window_add(op, win, prepared, deps):
     return [(i, win if sign > 0 else win.like(-win.data)) for i, sign in add_signs(op, deps)]
 
 
+def _window_mul(op, win, prepared, deps):
+    """A product with a constant factor (batch norm in inference mode): per channel (or a
+    scalar), or a whole ``[1, H, W, C]`` image gathered per window; else None."""
+    i = 0 if deps[0] else 1
+    factor = op.inputs[1 - i]
+    shape = factor.shape.as_list() if factor.shape.dims is not None else None
+    if all(deps) or shape is None or None in shape or \
+            op.inputs[i].shape.as_list() != op.outputs[0].shape.as_list():
+        return None
+    if all(d == 1 for d in shape[:-1]) and len(shape) <= 4:  # per channel, or a scalar
+        return [(i, win.like(win.data * factor))]
+    if len(shape) == 4 and shape[0] == 1 and shape[1:3] == [win.height, win.width]:
+        return [(i, win.like(win.data * win.gather(factor)))]
+    return None
+
+
 def _window_mask(op, win, mask, deps):
     return [(0, win.like(win.data * win.gather(mask)))]
 
@@ -305,7 +321,7 @@ def _window_slice(op, win, prepared, deps):
 
 
 WINDOW_RULES = {"StridedSlice": _window_slice, "Identity": _window_pass, "BiasAdd": _window_pass,
-                "AddV2": _window_add, "Add": _window_add, "Sub": _window_add,
+                "AddV2": _window_add, "Add": _window_add, "Sub": _window_add, "Mul": _window_mul,
                 "Relu": _window_mask, "LeakyRelu": _window_mask, "Conv2D": _window_conv2d,
                 "Conv2DBackpropInput": _window_conv2d_transpose, "MaxPool": _window_max_pool,
                 "ConcatV2": _window_concat}

@@ -1,0 +1,35 @@
+"""The example notebooks (``examples/notebooks/``) are stored with their outputs, so they
+read on a code host without running, and run top to bottom: a failing cell fails the test.
+They need the notebooks and eval extras (``pip install -e .[notebooks,eval]``)."""
+
+import glob
+import json
+import os
+
+import pytest
+
+FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "notebooks")
+NOTEBOOKS = sorted(glob.glob(os.path.join(FOLDER, "*.ipynb")))
+
+
+def test_three_notebooks_are_stored_with_their_outputs():
+    assert [os.path.basename(p)[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_"]
+    for path in NOTEBOOKS:
+        with open(path) as f:
+            cells = [c for c in json.load(f)["cells"] if c["cell_type"] == "code"]
+        assert all(c["execution_count"] for c in cells), path  # every code cell was run
+        errors = [o for c in cells for o in c["outputs"] if o["output_type"] == "error"]
+        pictures = [o for c in cells for o in c["outputs"] if "image/png" in o.get("data", {})]
+        assert not errors and pictures, path
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_the_notebook_runs_top_to_bottom(path):
+    for module in ("nbclient", "nbformat", "ipykernel", "matplotlib", "cv2", "skimage"):
+        pytest.importorskip(module)
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": FOLDER}}).execute()  # raises on a failing cell
