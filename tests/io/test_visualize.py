@@ -46,6 +46,8 @@ def test_match_picture_layout(tmp_path):
     assert tuple(img[8, 14]) == (0, 0, 0)  # the invalid one is not
     np.testing.assert_array_equal(img[h:, w:], 127)  # the frame average
     assert (img[:h, w:] == 0).all(axis=-1).mean() > 0.8  # flow: black except the valid cell
+    from vidcorr.io.visualize import matches_image
+    np.testing.assert_array_equal(matches_image(a, b, m), img)  # the same picture, as an array
 
 
 def test_flow_wheel_has_the_middlebury_colours():

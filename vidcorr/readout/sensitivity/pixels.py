@@ -185,7 +185,8 @@ class PixelGradients(object):
             else:
                 self.backward = "transpose"
                 grads = vjp.points(values, self.rows, self.cols, windowed=windowed)
-                return grads, self._pixel_bytes(3)
+                area = grads.h * grads.w if isinstance(grads, Window) else None
+                return grads, self._pixel_bytes(3, area)
         h, w = self.output_shape[:2]
         cot = (tf.one_hot(self.rows, h)[:, :, None, None] *
                tf.one_hot(self.cols, w)[:, None, :, None] * values[:, None, None, :])
@@ -225,16 +226,22 @@ class PixelGradients(object):
                                   [1, window[0], 1])], axis=-1)  # [K, wh, ww, 3]
         return tf.gather_nd(grads, index) * inside, tf.stack([ox, oy], axis=1)
 
-    def _pixel_bytes(self, copies):
+    def _pixel_bytes(self, copies, area=None):
         """One pixel's share of a chunk's backward pass: ``copies`` of the network's largest
         activation (the cotangents alive at once as the pass goes layer by layer) and its
-        map of the input, float32."""
+        map of the input, float32; with a windowed pass of ``area`` pixels at the input,
+        an activation counts at most that many pixels (the windows are no larger deeper
+        in the network)."""
         largest = 0
         for op in self.graph.get_operations():
             t = op.outputs[0] if op.outputs and op.name.startswith("net/") else None
             if t is not None and t.dtype == tf.float32 and t.shape.is_fully_defined():
-                largest = max(largest, int(np.prod(t.shape.as_list())))
-        return 4 * (copies * largest + int(np.prod(self.input_shape)))
+                shape = t.shape.as_list()
+                if area and len(shape) == 4:
+                    shape = [min(area, shape[1] * shape[2]), shape[3]]
+                largest = max(largest, int(np.prod(shape)))
+        pixels = area or int(np.prod(self.input_shape[:2]))
+        return 4 * (copies * largest + pixels * self.input_shape[2])
 
     def _reduced(self, maps, origin, windowed):
         """The device-side reduction of ``[K, h, w, C]`` maps whose windows start at
