@@ -16,7 +16,10 @@ transposed pass cannot follow, so PixelGradients runs pfor). Methods:
   once, then the whole stride grid;
 * ``PixelGradients, window="auto"``: the same maps cropped to the receptive field, the
   backward pass itself running on windows (compared with the loop after pasting the
-  windows into whole maps).
+  windows into whole maps);
+* ``torch vmap(vjp)``, where PyTorch is installed (``pip install -e .[bench]``): the same
+  network and weights in PyTorch, ``torch.func.vjp`` once and ``torch.func.vmap`` of its
+  pullback over chunks of 64 one-pixel cotangents, the same threads.
 
 Prints seconds per pixel, each method's ratio to PixelGradients, the largest difference
 of its maps from the seed loop's on the loop's pixels, and the process's peak resident
@@ -100,6 +103,7 @@ def main():
         y = build(x)
         sess = tf.Session(config=session_config(args.threads))
         sess.run(tf.global_variables_initializer())
+        values = {v.op.name: sess.run(v) for v in tf.global_variables()}
         start = time.time()
         loop = np.stack([sess.run(tf.gradients(tf.reduce_sum(y[0, py, px, :]), x)[0],
                                   {x: image[None]})[0] for px, py in loop_points])
@@ -130,9 +134,11 @@ def main():
         rows.append(("jacobian (GradientTape, %s)" % ("pfor" if pfor else "while loop"),
                      seconds, np.abs(maps - loop).max()))
         break
+    row = None if args.only_ours else _torch_row(values, args, image, loop_points, grid, loop)
+    rows += [row] if row else []
     for engine, seconds in zip(engines, times):
         got = engine.run(loop_points)
-        maps = got["maps"] if "origin" not in got else _paste(got["maps"], got["origin"], h, w)
+        maps = got["maps"] if "origin" not in got else engine.paste(got["maps"], got["origin"])
         rows.append(("vidcorr.PixelGradients (%s%s)" % (engine.backward, "" if "origin" not in got
                                                         else ", window %dx%d" % engine.window_shape),
                      seconds, np.abs(maps - loop).max()))
@@ -147,15 +153,6 @@ def main():
                        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
     for engine in engines:
         engine.close()
-
-
-def _paste(windows, origins, height, width):
-    """Windows ``[N, h, w, C]`` at their (x, y) origins, in zero maps ``[N, H, W, C]``."""
-    n, h, w, c = windows.shape
-    out = np.zeros((n, height + 2 * h, width + 2 * w, c), windows.dtype)
-    for i, (ox, oy) in enumerate(origins):
-        out[i, oy + h:oy + 2 * h, ox + w:ox + 2 * w] = windows[i]
-    return out[:, h:h + height, w:w + width]
 
 
 def _jacobian(build, image, loop_points, grid, threads, pfor=True):
@@ -184,6 +181,31 @@ def _jacobian(build, image, loop_points, grid, threads, pfor=True):
         seconds = (time.time() - start) / len(grid)
         sess.close()
     return seconds, maps
+
+
+def _torch_row(values, args, image, loop_points, grid, loop):
+    """The torch row, from ``benchmarks/torch_pixel_gradients.py`` in a child process
+    (TensorFlow and PyTorch never share one: importing both crashed); None without torch."""
+    import json
+    import subprocess
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="bench-pixel-gradients-")
+    path = os.path.join(folder, "inputs.npz")
+    np.savez(path, image=image, loop_points=loop_points, grid=grid, loop=loop,
+             **{"w:" + k: v for k, v in values.items()})
+    child = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_pixel_gradients.py")
+    proc = subprocess.run([sys.executable, child, path, "--threads", str(args.threads)] +
+                          (["--fused"] if args.fused else []), stdout=subprocess.PIPE,
+                          universal_newlines=True)
+    os.remove(path)
+    os.rmdir(folder)
+    out = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+    if not out.get("version"):
+        print("torch vmap(vjp): %s" % out.get("skipped", "the child failed (exit %d)"
+                                              % proc.returncode))
+        return None
+    return "torch %s vmap(vjp)" % out["version"], out["seconds"], out["difference"]
 
 
 if __name__ == "__main__":

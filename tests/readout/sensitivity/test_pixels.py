@@ -135,15 +135,6 @@ def test_bad_networks_and_inputs_are_one_line_errors():
     grads.close()
 
 
-def _paste(windows, origins, height, width):
-    """Windows ``[N, h, w, C]`` at their (x, y) origins in zero maps ``[N, H, W, C]`` (numpy)."""
-    n, h, w, c = windows.shape
-    out = np.zeros((n, height + 2 * h, width + 2 * w, c), windows.dtype)  # room beyond the image
-    for i, (ox, oy) in enumerate(origins):
-        out[i, oy + h:oy + 2 * h, ox + w:ox + 2 * w] = windows[i]
-    return out[:, h:h + height, w:w + width]
-
-
 def test_windows_and_top_k_against_the_loops_maps():
     """The receptive-field windows (the pass runs on windows, through batch norm's products
     by constants too) hold all of each map; a given window is the map's crop around the
@@ -170,8 +161,7 @@ def test_windows_and_top_k_against_the_loops_maps():
     for engine in (auto, given, top):
         engine.set_input(image)
     got = auto.run(points)
-    np.testing.assert_allclose(_paste(got["maps"], got["origin"], height, width), maps,
-                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(auto.paste(got["maps"], got["origin"]), maps, rtol=1e-4, atol=1e-6)
     got = given.run(points)
     norm = np.sqrt((maps ** 2).sum(axis=3))  # [N, H, W]
     np.testing.assert_array_equal(got["origin"], points * 2 + 1 - [3, 4])  # centre 2 p + 1

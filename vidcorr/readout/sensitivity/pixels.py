@@ -317,6 +317,18 @@ class PixelGradients(object):
                                         out["y"] + (around.sum(axis=2) * d).sum(1) / mass], 1)
         return out
 
+    def paste(self, windows, origin):
+        """Windowed maps ``[N, h, w, ...]`` (``run``'s ``"maps"`` or ``"norm"`` with a
+        window) at their ``origin`` ``[N, 2]`` (x, y) in zero maps of the input's size
+        ``[N, H, W, ...]``; the parts outside the input are dropped."""
+        windows = np.asarray(windows)
+        n, h, w = windows.shape[:3]
+        height, width = self.input_shape[:2]
+        out = np.zeros((n, height + 2 * h, width + 2 * w) + windows.shape[3:], windows.dtype)
+        for i, (ox, oy) in enumerate(np.asarray(origin)):  # room for windows past the border
+            out[i, oy + h:oy + 2 * h, ox + w:ox + 2 * w] = windows[i]
+        return out[:, h:h + height, w:w + width]
+
     def close(self):
         """Releases the session."""
         self.sess.close()
