@@ -96,3 +96,12 @@ def test_float_batch_is_the_input_contract():
                          (np.full_like(ok, np.nan), "NaN")):
         with pytest.raises(UserError, match=message):
             float_batch(bad, 3, "frame_t", 32)
+
+
+def test_float_to_uint8_rounds_and_clips():
+    from vidcorr.io.video import float_to_uint8, uint8_to_float
+    got = float_to_uint8(np.array([-0.5, 0.0, 0.2, 0.6, 0.999, 1.5], np.float32))
+    np.testing.assert_array_equal(got, [0, 0, 51, 153, 255, 255])  # 0.999 * 255 = 254.7 -> 255
+    assert got.dtype == np.uint8
+    every = np.arange(256, dtype=np.uint8)
+    np.testing.assert_array_equal(float_to_uint8(uint8_to_float(every)), every)  # a round trip

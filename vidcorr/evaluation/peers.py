@@ -18,6 +18,7 @@ Every function takes ``[H, W, 3]`` float images in [0, 1].
 import numpy as np
 
 from vidcorr.errors import UserError
+from vidcorr.io.video import float_to_uint8
 from vidcorr.readout.pyramid import warp
 
 __all__ = ["PEERS", "DENSE_PEERS", "require_cv2", "dense_flow", "sift_matches", "midpoint_warp",
@@ -56,7 +57,7 @@ def peer_available(name):
 def _gray(image):
     image = np.asarray(image, np.float32)
     gray = image @ np.array([0.299, 0.587, 0.114], np.float32) if image.ndim == 3 else image
-    return np.clip(np.rint(gray * 255.0), 0, 255).astype(np.uint8)
+    return float_to_uint8(gray)
 
 
 def dense_flow(name, image1, image2):

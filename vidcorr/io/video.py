@@ -18,7 +18,7 @@ from PIL import Image, ImageOps
 from vidcorr.errors import UserError, first_line
 
 __all__ = ["IMAGE_EXTENSIONS", "to_rgb_float", "resolve_source", "load_frames",
-           "read_image", "to_uint8", "uint8_to_float", "resize_frame", "resize_float",
+           "read_image", "to_uint8", "uint8_to_float", "float_to_uint8", "resize_frame", "resize_float",
            "natural_key", "frame_names", "float_batch", "FLOAT_TOLERANCE",
            "count_frames", "stream_frames"]
 
@@ -149,6 +149,11 @@ def read_image(path):
 def uint8_to_float(image):
     """8-bit pixels (0-255) as float32 in [0, 1]: the one conversion the package uses."""
     return np.asarray(image).astype(np.float32) / 255.0
+
+
+def float_to_uint8(image):
+    """Float pixels in [0, 1] as uint8, rounded and clipped: the one conversion back."""
+    return np.clip(np.rint(np.asarray(image, np.float64) * 255.0), 0, 255).astype(np.uint8)
 
 
 def to_uint8(image):

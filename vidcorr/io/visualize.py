@@ -7,9 +7,10 @@ import colorsys
 import numpy as np
 from PIL import Image, ImageDraw
 
+from vidcorr.io.video import float_to_uint8
+
 __all__ = ["flow_to_color", "direction_color", "match_picture", "matches_image", "TrackDrawing",
-           "flow_wheel",
-           "sensitivity_image", "weights_image", "tracks_image", "show"]
+           "flow_wheel", "sensitivity_image", "weights_image", "tracks_image", "show"]
 
 # The Middlebury colour wheel (Baker et al. 2011): red, yellow, green, cyan, blue, magenta,
 # with these many steps between each hue and the next.
@@ -38,7 +39,7 @@ def flow_to_color(flow, max_magnitude=None):
 
 def _uint8(image):
     image = np.asarray(image)
-    return image if image.dtype == np.uint8 else (np.clip(image, 0, 1) * 255).astype(np.uint8)
+    return image if image.dtype == np.uint8 else float_to_uint8(image)
 
 
 def match_picture(frame_t, frame_t2, matches, path, max_lines=150):

@@ -23,6 +23,8 @@ from typing import Tuple
 import numpy as np
 from scipy import ndimage
 
+from vidcorr.io.video import float_to_uint8
+
 __all__ = ["LayerMotion", "Layer", "LayeredClip"]
 
 
@@ -125,7 +127,7 @@ class LayeredClip(object):
             if on.any():
                 colour[on] = layer.sample(layer.backward(points[on], t))
         colour = colour.reshape(h, w, s * s, 3).mean(axis=2)
-        return np.clip(np.rint(colour * 255.0), 0, 255).astype(np.uint8)
+        return float_to_uint8(colour)
 
     def truth(self, queries):
         """The true tracks of queries ``[N, 3]`` (t, x, y).
