@@ -84,6 +84,9 @@ def test_the_most_confident_points(clip_dir, matcher):
     assert len(q) == 10 and (q[:, 0] == 0).all()
     gaps = np.linalg.norm(q[:, None, 1:] - q[None, :, 1:], axis=-1) + 1e9 * np.eye(10)
     assert gaps.min() >= np.sqrt(H * W / 10.0) / 2 - 1e-9
+    from vidcorr.errors import UserError
+    with pytest.raises(UserError, match="unknown setting.s. stride; track takes .*grid"):
+        track(clip_dir, stride=4, matcher=matcher, progress=False)
 
 
 def test_frame_flows_of_a_real_match_at_frame_t_pixels(clip_dir, matcher):

@@ -31,6 +31,9 @@ from vidcorr.tracking.queries import (check_queries, confident_queries, frame_in
 __all__ = ["Tracks", "track", "OUTPUTS"]
 
 OUTPUTS = ("tracks.npz", "tracks.csv", "tracks.png", "tracks.gif")
+# track()'s keyword choice of points and frames, and their defaults
+CHOICE_DEFAULTS = {"grid": None, "best": None, "start": 0, "end": None, "every": 1,
+                   "max_height": 0}
 
 
 class Tracks(object):
@@ -113,23 +116,23 @@ class _ReadOuts(object):
         return PairReadout(res["position"][0], res["confidence"][0]), res
 
 
-def track(source, queries=None, grid=None, best=None, start=0, end=None, every=1, matcher=None,
-          settings=None, max_height=0, out=None, progress=True):
+def track(source, queries=None, matcher=None, settings=None, out=None, progress=True,
+          **choice):
     """Follows points through a clip (see the module docstring).
 
     Args:
       source: a video file, a frame folder or a ``pkg:`` path.
       queries: ``[N, 3]`` (t, x, y) or a query file's path; t a frame index of the source.
-      grid: a grid stride on the first tracked frame, instead of ``queries``.
-      best: the number of most confident matches of the first tracked frame to follow.
-      start: the first frame.
-      end: the last frame (inclusive; None: the clip's end).
-      every: the frame step.
       matcher: a :class:`vidcorr.Matcher` (default: the packaged model, kernel read-out).
       settings: a :class:`vidcorr.tracking.chain.TrackSettings`.
-      max_height: downscale frames taller than this (0: keep).
       out: a folder for ``tracks.npz``, ``.csv``, ``.png`` and ``.gif`` (None: nothing written).
       progress: progress bars over frames.
+      **choice: which points and frames, each optional: ``grid`` (a grid stride on the
+        first tracked frame, instead of ``queries``), ``best`` (the number of most
+        confident matches of the first tracked frame to follow), ``start`` (the first
+        frame, default 0), ``end`` (the last frame, inclusive; default the clip's end),
+        ``every`` (the frame step, default 1), ``max_height`` (downscale frames taller
+        than this; default 0, keep).
 
     Returns:
       :class:`Tracks`.
@@ -139,6 +142,7 @@ def track(source, queries=None, grid=None, best=None, start=0, end=None, every=1
     """
     from vidcorr.readout.matching import Matcher
 
+    grid, best, start, end, every, max_height = _choice(choice)
     given = _queries(queries, grid, best)
     settings = settings if settings is not None else TrackSettings()
     frame_indices(None, start, end, every)  # the arguments, before any decoding
@@ -182,6 +186,15 @@ def track(source, queries=None, grid=None, best=None, start=0, end=None, every=1
     if out is not None:
         write_tracks(result, source, max_height, out, progress)
     return result
+
+
+def _choice(choice):
+    """``(grid, best, start, end, every, max_height)`` of track()'s keywords, defaults filled."""
+    unknown = sorted(set(choice) - set(CHOICE_DEFAULTS))
+    if unknown:
+        raise UserError("unknown setting(s) %s; track takes %s" % (", ".join(unknown), ", ".join(
+            ["queries", "matcher", "settings", "out", "progress"] + list(CHOICE_DEFAULTS))))
+    return tuple(dict(CHOICE_DEFAULTS, **choice)[k] for k in CHOICE_DEFAULTS)
 
 
 def _tracked(source, max_height, frames):

@@ -128,6 +128,10 @@ def test_bad_networks_and_inputs_are_one_line_errors():
         grads.run(np.array([[W, 0]]))
     with pytest.raises(UserError, match="reduce must be"):
         PixelGradients(lambda x: x, input_shape=(H, W, C), reduce="mean")
+    with pytest.raises(UserError, match="unknown setting.s. chunks; PixelGradients takes"):
+        PixelGradients(lambda x: x, input_shape=(H, W, C), chunks=3)
+    with pytest.raises(UserError, match="chunk None or a positive integer"):
+        PixelGradients(lambda x: x, input_shape=(H, W, C), chunk=0)
     with pytest.raises(UserError, match="window must be"):
         PixelGradients(lambda x: x, input_shape=(H, W, C), window=(3, 0))
     with pytest.raises(UserError, match="k must be"):

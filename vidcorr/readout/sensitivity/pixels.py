@@ -32,7 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 from vidcorr.compat import default_device, session_config, tf
-from vidcorr.errors import UserError
+from vidcorr.errors import UserError, first_line
 from vidcorr.readout.sensitivity.backward import BatchedVJP, UnsupportedGraph
 from vidcorr.readout.sensitivity.windows import Window
 
@@ -41,6 +41,9 @@ __all__ = ["PixelGradients", "REDUCTIONS", "BACKWARDS"]
 REDUCTIONS = ("maps", "norm", "peak", "topk")
 BACKWARDS = ("auto", "transpose", "pfor", "loop")
 MAX_CHUNK = 256
+# PixelGradients' keyword settings of how it runs, and their defaults
+ENGINE_DEFAULTS = {"backward": "auto", "memory_mb": 1024, "chunk": None, "device": None,
+                   "threads": None}
 
 
 def _check_settings(reduce, backward, window, k):
@@ -115,19 +118,19 @@ class PixelGradients(object):
       restore: for a builder, a function of the session that loads its weights.
       reduce: ``"maps"``, ``"norm"`` (L2 over the input's channels), ``"peak"`` or
         ``"topk"`` (the ``k`` largest norms).
-      backward: ``"auto"`` (transposed if the graph allows, else pfor, else the loop),
-        ``"transpose"``, ``"pfor"`` or ``"loop"`` (``tf.gradients`` in a ``tf.map_fn``
-        over the chunk: any graph, the slowest).
+      backward (in ``engine``): ``"auto"`` (transposed if the graph allows, else pfor,
+        else the loop), ``"transpose"``, ``"pfor"`` or ``"loop"`` (``tf.gradients`` in a
+        ``tf.map_fn`` over the chunk: any graph, the slowest).
       window: None (whole maps), ``"auto"`` (the receptive field as the transposed pass
         follows it; the whole image where the pass goes dense or runs pfor) or
         ``(h, w)`` centred on the pixel's place in the input (``x (W / w_out)``; the map
         outside it is dropped). Windows reach beyond the image where the pixel is near
         its border: the part outside is zero.
       k: the number of positions of ``"topk"``.
-      memory_mb: the budget of one chunk's backward pass.
-      chunk: pixels per ``sess.run`` (default: from ``memory_mb``).
-      device: TensorFlow device (default: GPU if any, else CPU).
-      threads: intra-op threads.
+      **engine: how it runs, each optional: ``backward`` (above), ``memory_mb`` (the
+        budget of one chunk's backward pass, default 1024), ``chunk`` (pixels per
+        ``sess.run``; default: from ``memory_mb``), ``device`` (default: GPU if any, else
+        CPU), ``threads`` (intra-op threads).
 
     Attributes:
       backward: the backward pass in use (``"transpose"``, ``"pfor"`` or ``"loop"``).
@@ -141,16 +144,26 @@ class PixelGradients(object):
     """
 
     def __init__(self, network, input_shape=None, session=None, restore=None, reduce="norm",
-                 backward="auto", window=None, k=5, memory_mb=1024, chunk=None, device=None,
-                 threads=None):
+                 window=None, k=5, **engine):
+        unknown = sorted(set(engine) - set(ENGINE_DEFAULTS))
+        if unknown:
+            raise UserError("unknown setting(s) %s; PixelGradients takes %s" % (
+                ", ".join(unknown), ", ".join(["reduce", "window", "k"] + list(ENGINE_DEFAULTS))))
+        engine = dict(ENGINE_DEFAULTS, **engine)
+        backward, memory_mb, chunk = engine["backward"], engine["memory_mb"], engine["chunk"]
         _check_settings(reduce, backward, window, k)
+        if isinstance(memory_mb, bool) or not isinstance(memory_mb, (int, float)) or \
+                memory_mb <= 0 or not (chunk is None or (isinstance(chunk, (int, np.integer))
+                                                         and chunk > 0)):
+            raise UserError("memory_mb must be a positive number and chunk None or a positive "
+                            "integer, got %r and %r" % (memory_mb, chunk))
         graph_def, x_name, y_name, shape = _frozen(network, input_shape, session, restore)
         self.reduce, self.k, self.input_shape = reduce, int(k), tuple(shape[1:])
         if reduce == "topk" and self.k > shape[1] * shape[2]:
             raise UserError("k must be at most the input's %d pixels, got %d"
                             % (shape[1] * shape[2], self.k))
         self.graph = tf.Graph()
-        with self.graph.as_default(), tf.device(device or default_device()):
+        with self.graph.as_default(), tf.device(engine["device"] or default_device()):
             self.image = tf.Variable(tf.zeros(shape), trainable=False, name="image")
             x = tf.identity(self.image.read_value(), name="x")  # [1, H, W, C]
             y = tf.import_graph_def(graph_def, input_map={x_name: x},
@@ -165,7 +178,7 @@ class PixelGradients(object):
             self.window_shape = tuple(maps.shape.as_list()[1:3])
             self.chunk = int(chunk or max(1, min(MAX_CHUNK, memory_mb * 2 ** 20 // per_pixel)))
             self.outputs = self._reduced(maps, origin, window is not None)
-            self.sess = tf.Session(graph=self.graph, config=session_config(threads))
+            self.sess = tf.Session(graph=self.graph, config=session_config(engine["threads"]))
             self.sess.run(self.image.initializer)
         self.graph.finalize()
 
@@ -200,7 +213,7 @@ class PixelGradients(object):
             except (ValueError, NotImplementedError) as err:  # an op pfor cannot convert
                 if backward == "pfor":
                     raise UserError("backward 'pfor' cannot run this network: %s"
-                                    % str(err).strip().splitlines()[-1])
+                                    % first_line(err))
         self.backward = "loop"
         return tf.map_fn(one, cot), self._pixel_bytes(4)  # [K, H, W, C], a while loop
 
