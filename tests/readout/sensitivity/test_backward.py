@@ -53,6 +53,28 @@ def test_mind_like_graph_matches_tf_gradients(sess, rng):
     _check(sess, x, out, rng, feed)
 
 
+def test_kernel_head_ops_match_tf_gradients(sess, rng):
+    """The ops of an adaptive-kernel head: mirror and zero padding, image patches, a softmax,
+    reshapes and a transpose, a product of two tensors that both depend on the input (with
+    broadcasting, through a new axis), and sums."""
+    x = tf.placeholder(tf.float32, [1, 6, 8, 2])
+    k = 3
+    padded = tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]], mode="REFLECT")  # [1, 10, 12, 2]
+    padded = tf.pad(tf.nn.relu(padded), [[0, 0], [1, 0], [0, 1], [0, 0]])  # [1, 11, 13, 2]
+    patches = tf.image.extract_patches(padded, [1, k, k, 1], [1, 1, 1, 1], [1, 1, 1, 1],
+                                       "VALID")  # [1, 9, 11, 18]
+    patches = tf.reshape(patches, [1, 9, 11, k * k, 2])
+    w = tf.constant(rng.randn(1, 1, 2, k * k).astype(np.float32))
+    logits = tf.nn.conv2d(padded[:, :9, :11, :], w, [1, 1, 1, 1], "VALID")  # [1, 9, 11, 9]
+    weights = tf.transpose(tf.reshape(tf.nn.softmax(logits * 2.0), [1, 9, 11, 1, k * k]),
+                           [0, 1, 2, 4, 3])  # [1, 9, 11, 9, 1]
+    blend = tf.reduce_sum(patches * weights, axis=3)  # [1, 9, 11, 2]
+    kept = tf.reduce_sum(patches * weights[..., 0][..., None], axis=[3], keepdims=True)
+    out = blend + tf.reshape(kept, [1, 9, 11, 2])  # a new axis, a kept sum: [1, 9, 11, 2]
+    _check(sess, x, out, rng, {x: rng.randn(1, 6, 8, 2).astype(np.float32)})
+    _check(sess, x, x * x, rng, {x: rng.randn(1, 6, 8, 2).astype(np.float32)})
+
+
 def test_max_pool_ties_go_to_the_first_maximum(sess, rng):
     """Exact ties (flat patches) at positive values: the same as TensorFlow's gradient."""
     x = tf.placeholder(tf.float32, [1, 6, 8, 2])
@@ -70,8 +92,9 @@ def test_output_that_ignores_the_input_and_unsupported_ops(sess, rng):
         BatchedVJP(tf.nn.relu(y), x)
     with pytest.raises(UnsupportedGraph, match="Sin"):
         BatchedVJP(tf.nn.relu(tf.sin(x)), x)
-    with pytest.raises(UnsupportedGraph, match="multiplies two tensors"):
-        BatchedVJP(x * x, x)(tf.zeros([N, 4, 4, 2]))
+    column = tf.placeholder(tf.float32, [1, 1, 4, 2])
+    with pytest.raises(UnsupportedGraph, match="moves the batch axis"):
+        BatchedVJP(tf.transpose(column, [1, 0, 2, 3]) * 1.0, column)(tf.zeros([N, 1, 4, 2]))
     with pytest.raises(UnsupportedGraph, match="batch-1"):
         z = tf.placeholder(tf.float32, [2, 4, 4, 2])
         BatchedVJP(tf.nn.relu(z), z)

@@ -183,7 +183,8 @@ def test_windows_and_top_k_against_the_loops_maps():
 
 
 def test_vidcorrs_own_network_gives_the_matchers_sensitivity_maps():
-    """The packaged model's predictor graph, taken as a user's (input, output): the per-frame
+    """The packaged model's predictor graph, taken as a user's (input, output), on the
+    transposed pass (mirror padding, patches, softmax, the blend's products): the per-frame
     norms of its maps are the Matcher's sensitivity maps."""
     import vidcorr
 
@@ -195,6 +196,7 @@ def test_vidcorrs_own_network_gives_the_matchers_sensitivity_maps():
     predictor = matcher.predictor_for(32, 48)
     grads = PixelGradients((predictor.inputs, predictor.prediction), session=predictor.sess,
                            reduce="maps")
+    assert grads.backward == "transpose"  # the kernel head's ops transposed too
     grads.set_input(np.concatenate([a, b], axis=-1))
     maps = grads.run(points)["maps"]  # [N, H, W, 6]
     norms = np.stack([np.sqrt((maps[..., :3] ** 2).sum(-1)), np.sqrt((maps[..., 3:] ** 2).sum(-1))], 1)

@@ -64,14 +64,83 @@ def _add(op, g, prepared, deps):
     return [(i, g if sign > 0 else -g) for i, sign in add_signs(op, deps)]
 
 
+def _unbroadcast(op, g, i):
+    """``g [N, ...]`` of ``op``'s output summed over the axes its input ``i`` broadcast."""
+    shape, out = op.inputs[i].shape.as_list(), op.outputs[0].shape.as_list()
+    if shape == out:
+        return g
+    if len(shape) != len(out):
+        raise UnsupportedGraph("%s %s broadcasts a dependent input of another rank"
+                               % (op.type, op.name))
+    axes = [a for a in range(1, len(out)) if shape[a] == 1 and out[a] != 1]
+    return tf.reduce_sum(g, axis=axes, keepdims=True)
+
+
 @_rule("Mul", inputs=(0, 1))
 def _mul(op, g, prepared, deps):
-    if all(deps):
-        raise UnsupportedGraph("Mul %s multiplies two tensors that depend on the input" % op.name)
-    i = 0 if deps[0] else 1
-    if op.inputs[i].shape.as_list() != op.outputs[0].shape.as_list():
-        raise UnsupportedGraph("Mul %s broadcasts a dependent input" % op.name)
-    return [(i, g * op.inputs[1 - i])]
+    """The product rule: each dependent factor gets ``g`` times the other (batch-1) factor,
+    summed over the axes it was broadcast along."""
+    return [(i, _unbroadcast(op, g * op.inputs[1 - i], i)) for i in (0, 1) if deps[i]]
+
+
+@_rule("Softmax")
+def _softmax(op, g, prepared, deps):
+    s = op.outputs[0]  # [1, ..., K], the forward softmax
+    return [(0, s * (g - tf.reduce_sum(g * s, axis=-1, keepdims=True)))]
+
+
+@_rule("Reshape")
+def _reshape(op, g, prepared, deps):
+    return [(0, tf.reshape(g, batch_shape(g, op.inputs[0])))]
+
+
+@_rule("Transpose")
+def _transpose(op, g, prepared, deps):
+    perm = tf.get_static_value(op.inputs[1])
+    if perm is None or int(perm[0]) != 0:
+        raise UnsupportedGraph("Transpose %s moves the batch axis" % op.name)
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[int(p)] = i
+    return [(0, tf.transpose(g, inverse))]
+
+
+@_rule("Sum")
+def _sum(op, g, prepared, deps):
+    axes = tf.get_static_value(op.inputs[1])
+    rank = len(op.inputs[0].shape)
+    if axes is None:
+        raise UnsupportedGraph("Sum %s sums over axes known only at run time" % op.name)
+    axes = sorted(int(a) % rank for a in axes.reshape(-1))
+    if not axes or axes[0] == 0:
+        raise UnsupportedGraph("Sum %s sums over the batch axis" % op.name)
+    if not op.get_attr("keep_dims"):
+        for a in axes:
+            g = tf.expand_dims(g, a)
+    return [(0, tf.broadcast_to(g, batch_shape(g, op.inputs[0])))]
+
+
+def _linear_op(op):
+    """A function re-creating a linear op (its other inputs and attributes as given) on a
+    batch of inputs."""
+    if op.type == "MirrorPad":
+        return lambda x: tf.pad(x, op.inputs[1], mode=op.get_attr("mode").decode())
+    if op.type == "Pad":
+        return lambda x: tf.pad(x, op.inputs[1])
+    return lambda x: tf.image.extract_patches(
+        x, list(op.get_attr("ksizes")), list(op.get_attr("strides")), list(op.get_attr("rates")),
+        op.get_attr("padding").decode())
+
+
+@_rule("MirrorPad", "Pad", "ExtractImagePatches")
+def _linear(op, g, prepared, deps):
+    """A linear op's transpose is its gradient, the same at every point: TensorFlow's own,
+    taken at zeros of the cotangents' batch."""
+    if op.type != "ExtractImagePatches" and tf.get_static_value(op.inputs[1]) is not None and \
+            tf.get_static_value(op.inputs[1])[0].any():
+        raise UnsupportedGraph("%s %s pads the batch axis" % (op.type, op.name))
+    zeros = tf.zeros(batch_shape(g, op.inputs[0]))
+    return [(0, tf.gradients(_linear_op(op)(zeros), zeros, grad_ys=g)[0])]
 
 
 def _relu_mask(op):
@@ -188,7 +257,10 @@ def slice_attrs(op):
     whole_batch = attr["ellipsis_mask"] & 1 or (
         attr["begin_mask"] & 1 and attr["end_mask"] & 1 and strides is not None
         and int(strides[0]) == 1)
-    if not whole_batch or attr["new_axis_mask"] or attr["shrink_axis_mask"] & 1:
+    # a new axis is fine after a leading ellipsis (``x[..., None]``), never in front of it
+    new_axis_ok = not attr["new_axis_mask"] or (attr["ellipsis_mask"] & 1 and
+                                                not attr["new_axis_mask"] & 1)
+    if not whole_batch or not new_axis_ok or attr["shrink_axis_mask"] & 1:
         raise UnsupportedGraph("StridedSlice %s does not keep the batch axis whole" % op.name)
     return attr
 
