@@ -5,8 +5,8 @@ For each size, in its own process, it matches a pair of the sample video's frame
 (resized) with the packaged model's default match, with and without the refinement
 (``refine="variational"`` / ``"none"``), after the graphs are built, and times the
 refinement's graph alone with the default settings and with one sweep in all
-(rounds, iterations and sweeps 1), so the marginal cost of a sweep per pixel is the
-difference over the extra sweeps. It prints:
+(rounds, iterations and sweeps 1, on as many scales), so the marginal cost of a sweep per
+pixel is the difference over the extra sweeps (a coarser scale's pixels count a quarter). It prints:
 
 * seconds per pair without and with the refinement, and their ratio (issue goal: at
   most 1.5 at 288x384);
@@ -14,6 +14,7 @@ difference over the extra sweeps. It prints:
   budget's constant.
 
     python benchmarks/bench_refine.py [--sizes 288x384,720x1280] [--threads 1] [--repeats 5]
+        [--options '{"refine_scales": 1}']
 """
 
 import argparse
@@ -38,7 +39,7 @@ def _best(fn, repeats):
     return min(times), float(np.median(times))
 
 
-def child(size, threads, repeats):
+def child(size, threads, repeats, overrides):
     from vidcorr.io.video import resize_float, to_rgb_float
     from vidcorr.readout.matching import Matcher
     from vidcorr.readout.options import MatchOptions
@@ -50,11 +51,12 @@ def child(size, threads, repeats):
             for name in ("cockatoo_262.png", "cockatoo_264.png"))
     out = {"size": size, "threads": threads}
     for refine in ("none", "variational"):
-        matcher = Matcher(refine=refine, threads=threads, max_seconds=0)
+        matcher = Matcher(threads=threads, max_seconds=0, **dict(overrides, refine=refine))
         out[refine] = _best(lambda: matcher.match(a, b, stride=1), repeats)
         matcher.close()
-    options = MatchOptions()
+    options = MatchOptions(**overrides)
     sweeps = options.refine_rounds * options.refine_iterations * options.refine_sweeps
+    scales = sum(0.25 ** k for k in range(options.refine_scales))  # pixels, coarse scales too
     ys, xs = np.mgrid[0:h, 0:w]
     position = np.stack([np.stack([xs, ys], -1)] * 2, axis=2).astype(np.float32)
     timed = {}
@@ -64,7 +66,8 @@ def child(size, threads, repeats):
         timed[label] = _best(lambda: graph.run(a, b, position), repeats)[0]
         graph.close()
     out["refine_graph"] = timed["default"]
-    out["per_pixel_sweep"] = (timed["default"] - timed["one"]) / max(1, sweeps - 1) / (h * w)
+    out["per_pixel_sweep"] = ((timed["default"] - timed["one"]) / max(1, sweeps - 1)
+                              / (h * w * scales))
     out["sweeps"] = sweeps
     print(json.dumps(out))
 
@@ -74,10 +77,12 @@ def main():
     parser.add_argument("--sizes", default=SIZES)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--options", default="{}",
+                        help='JSON MatchOptions over the defaults, e.g. \'{"refine_scales": 1}\'')
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.child, args.threads, args.repeats)
+        return child(args.child, args.threads, args.repeats, json.loads(args.options))
     from vidcorr.readout.budget import SECONDS_PER_REFINE_SWEEP
 
     print("| size | threads | without (s) | with (s) | ratio | refinement graph (s) | "
@@ -85,7 +90,8 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for size in args.sizes.split(","):
         line = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", size,
-                               "--threads", str(args.threads), "--repeats", str(args.repeats)],
+                               "--threads", str(args.threads), "--repeats", str(args.repeats),
+                               "--options", args.options],
                               check=True, stdout=subprocess.PIPE, universal_newlines=True)
         r = json.loads(line.stdout.strip().splitlines()[-1])
         print("| %s | %d | %.3f | %.3f | %.2f | %.3f | %.2e | %.2f |" % (

@@ -150,7 +150,8 @@ def test_kernel_readout_is_priced_as_forward_passes():
 
 def test_the_refinement_is_priced_per_pixel_and_sweep_at_the_finest_level():
     kernel = MatchOptions(readout="kernel", refine="none", levels=3, passes=2)
-    refine = dict(refine="variational", refine_rounds=2, refine_iterations=3, refine_sweeps=4)
+    refine = dict(refine="variational", refine_rounds=2, refine_iterations=3, refine_sweeps=4,
+                  refine_scales=1)
     plain = budget.estimate(SPEC, 259, 384, 8, kernel)
     refined = budget.estimate(SPEC, 259, 384, 8, kernel.replace(**refine))
     assert refined.seconds - plain.seconds == pytest.approx(
@@ -160,8 +161,12 @@ def test_the_refinement_is_priced_per_pixel_and_sweep_at_the_finest_level():
     finer_plain = budget.estimate(SPEC, 259, 384, 8, kernel.replace(upsample=2), pairs=2)
     assert finer.seconds - finer_plain.seconds == pytest.approx(
         2 * 24 * 517 * 767 * budget.SECONDS_PER_REFINE_SWEEP)
+    # each coarser scale costs a quarter of the one before: 1 + 1/4 + 1/16 with three
+    coarse = budget.estimate(SPEC, 259, 384, 8, kernel.replace(**dict(refine, refine_scales=3)))
+    assert coarse.seconds - plain.seconds == pytest.approx(
+        1.3125 * 24 * 259 * 384 * budget.SECONDS_PER_REFINE_SWEEP)
     # check_budget prices the options' refinement: none costs nothing
-    options = MatchOptions(readout="kernel")
+    options = MatchOptions(readout="kernel", refine_scales=1)
     assert budget.check_budget(SPEC, 259, 384, 8, options).seconds == pytest.approx(
         budget.check_budget(SPEC, 259, 384, 8, options.replace(refine="none")).seconds +
         options.refine_rounds * options.refine_iterations * options.refine_sweeps * 259 * 384

@@ -18,48 +18,52 @@ from vidcorr.readout.refinement import (RefineGraph, RefineSettings, refine_fiel
 H, W = 48, 80
 MARGIN = 6  # positions near the border sample clamped frames; the interior is scored
 WAVES = [((0.31, 0.17), 0.0), ((-0.13, 0.29), 1.0), ((0.23, -0.27), 2.0), ((0.07, 0.11), 0.5)]
+# a finer texture (periods of 8 px and more) beside a coarse one: a start more than a
+# half period off is drawn to the wrong stripe at the images' own size
+FINE_WAVES = ([((2.5 * fx, 2.5 * fy), phase) for (fx, fy), phase in WAVES] +
+              [((0.5 * fx, 0.5 * fy), phase + 1.0) for (fx, fy), phase in WAVES])
 
 
-def texture(x, y):
+def texture(x, y, waves=WAVES):
     """The closed-form texture ``[..., 3]`` in [0, 1] at float positions."""
     channels = []
     for c in range(3):
         value = np.zeros_like(np.asarray(x, np.float64))
-        for k, ((fx, fy), phase) in enumerate(WAVES):
+        for k, ((fx, fy), phase) in enumerate(waves):
             value += np.sin(fx * (1 + 0.2 * c) * x + fy * (1 - 0.15 * c) * y + phase + c * k)
-        channels.append(0.5 + value / (2.0 * len(WAVES)))
+        channels.append(0.5 + value / (2.0 * len(waves)))
     return np.stack(channels, axis=-1)
 
 
-def pixels():
-    ys, xs = np.mgrid[0:H, 0:W].astype(np.float64)
+def pixels(size=(H, W)):
+    ys, xs = np.mgrid[0:size[0], 0:size[1]].astype(np.float64)
     return xs, ys
 
 
-def affine_pair(matrix, offset):
+def affine_pair(matrix, offset, size=(H, W), waves=WAVES):
     """Frames for the middle-frame motion ``v(p) = matrix p + offset``: frame t at pixel x
     shows the texture at the ``p`` with ``p - v(p) = x``, frame t+2 the ``p`` with
     ``p + v(p) = x``. Returns ``(frame_t, frame_t2, v [H, W, 2])``."""
-    xs, ys = pixels()
+    xs, ys = pixels(size)
     x = np.stack([xs, ys], axis=-1)  # [H, W, 2]
     eye = np.eye(2)
     frames = []
     for sign in (-1.0, 1.0):
         inverse = np.linalg.inv(eye + sign * matrix)
         p = (x - sign * offset) @ inverse.T
-        frames.append(texture(p[..., 0], p[..., 1]))
+        frames.append(texture(p[..., 0], p[..., 1], waves))
     v = x @ matrix.T + offset
     return frames[0], frames[1], v
 
 
 def run_refine(frame_t, frame_t2, p1, p3, rounds=4, iterations=5, sweeps=5, alpha=10.0,
-               delta=5.0, gamma=10.0, anchor=0.5):
+               delta=5.0, gamma=10.0, anchor=0.5, scales=1):
     graph = tf.Graph()
     with graph.as_default():
         const = lambda a: tf.constant(np.asarray(a, np.float32)[None])  # noqa: E731
         out = refine_field(const(frame_t), const(frame_t2), const(p1), const(p3),
-                           RefineSettings(rounds, iterations, sweeps, alpha, delta, gamma),
-                           anchor)
+                           RefineSettings(rounds, iterations, sweeps, alpha, delta, gamma,
+                                          scales), anchor)
         with tf.Session(graph=graph) as sess:
             r1, r3, residual = sess.run(out)
     return r1[0].astype(np.float64), r3[0].astype(np.float64), residual[0]
@@ -95,12 +99,27 @@ def test_recovers_known_motion_from_a_field_off_by_two_pixels(matrix, offset):
     assert interior(residual).max() < 0.01  # the frames agree at the refined positions
 
 
-def test_leaves_an_exact_field_unchanged():
-    frame_t, frame_t2, v = affine_pair(np.array([[0.01, 0.0], [0.0, -0.01]]),
-                                       np.array([0.8, -0.3]))
+def test_a_coarser_scale_reaches_a_start_too_far_off_for_the_images_own_size():
+    frame_t, frame_t2, v = affine_pair(np.array([[0.012, -0.008], [0.006, 0.010]]),
+                                       np.array([0.45, 0.2]), waves=FINE_WAVES)
     xs, ys = pixels()
     p = np.stack([xs, ys], axis=-1)
-    r1, r3, _ = run_refine(frame_t, frame_t2, p - v, p + v)
+    e = off_by(v, 2.0)  # the flow is off by up to 2 x 2 x sqrt(2), about 5.7 px
+    errors = {}
+    for scales in (1, 2):
+        r1, r3, _ = run_refine(frame_t, frame_t2, p - v - e, p + v + e, scales=scales)
+        errors[scales] = np.linalg.norm(interior((r3 - r1) - 2 * v), axis=-1)
+    assert np.median(errors[1]) > 0.3  # one scale: much of the field on the wrong stripe
+    assert errors[2].max() < 0.05, errors[2].max()
+
+
+@pytest.mark.parametrize("scales, size", [(1, (H, W)), (2, (H, W)), (3, (45, 77))])
+def test_leaves_an_exact_field_unchanged(scales, size):
+    frame_t, frame_t2, v = affine_pair(np.array([[0.01, 0.0], [0.0, -0.01]]),
+                                       np.array([0.8, -0.3]), size)
+    xs, ys = pixels(size)
+    p = np.stack([xs, ys], axis=-1)
+    r1, r3, _ = run_refine(frame_t, frame_t2, p - v, p + v, scales=scales)
     assert np.abs(interior(r1 - (p - v))).max() < 0.01
     assert np.abs(interior(r3 - (p + v))).max() < 0.01
 
@@ -186,7 +205,7 @@ def test_refine_graph_runs_one_pair_like_the_function():
         graph.close()
     r1, r3, residual = run_refine(frame_t, frame_t2, p - v + 0.4, p + v - 0.4, 2, 3, 3,
                                   options.refine_alpha, options.refine_delta,
-                                  options.refine_gamma)
+                                  options.refine_gamma, scales=options.refine_scales)
     np.testing.assert_allclose(out["position"][:, :, 0], r1, atol=1e-4)
     np.testing.assert_allclose(out["position"][:, :, 1], r3, atol=1e-4)
     np.testing.assert_allclose(out["residual"], residual, atol=1e-6)
@@ -194,8 +213,9 @@ def test_refine_graph_runs_one_pair_like_the_function():
 
 def test_settings_come_from_the_options():
     options = MatchOptions(refine_rounds=3, refine_iterations=2, refine_sweeps=5,
-                           refine_alpha=7.0, refine_delta=2.0, refine_gamma=4.0)
-    assert RefineSettings.from_options(options) == (3, 2, 5, 7.0, 2.0, 4.0)
+                           refine_alpha=7.0, refine_delta=2.0, refine_gamma=4.0,
+                           refine_scales=3)
+    assert RefineSettings.from_options(options) == (3, 2, 5, 7.0, 2.0, 4.0, 3)
 
 
 def test_residual_confidence_is_half_at_its_scale():
@@ -206,6 +226,7 @@ def test_residual_confidence_is_half_at_its_scale():
     ({"refine": "lucas"}, "refine must be one of variational, none"),
     ({"refine_rounds": 0}, "refine_rounds must be an integer >= 1"),
     ({"refine_sweeps": 2.5}, "refine_sweeps must be an integer >= 1"),
+    ({"refine_scales": 0}, "refine_scales must be an integer >= 1"),
     ({"refine_alpha": -1}, "refine_alpha must be a finite number >= 0"),
     ({"refine_gamma": float("nan")}, "refine_gamma must be a finite number >= 0"),
     ({"residual_scale": float("inf")}, "residual_scale must be a finite number >= 0"),
@@ -223,7 +244,7 @@ def test_a_batch_of_pairs_is_refined_as_each_pair_alone():
     xs, ys = pixels()
     p = np.stack([xs, ys], axis=-1)
     starts = [(p - v + 0.3, p + v - 0.3) for _, _, v in pairs]
-    settings = RefineSettings(2, 3, 3, 10.0, 5.0, 10.0)
+    settings = RefineSettings(2, 3, 3, 10.0, 5.0, 10.0, scales=2)
     graph = tf.Graph()
     with graph.as_default():
         stack = lambda arrays: tf.constant(np.stack(arrays).astype(np.float32))  # noqa: E731
@@ -232,6 +253,6 @@ def test_a_batch_of_pairs_is_refined_as_each_pair_alone():
         with tf.Session(graph=graph) as sess:
             batched = sess.run(out)
     for k, ((frame_t, frame_t2, _), (p1, p3)) in enumerate(zip(pairs, starts)):
-        alone = run_refine(frame_t, frame_t2, p1, p3, *settings)
+        alone = run_refine(frame_t, frame_t2, p1, p3, *settings[:6], scales=settings.scales)
         for got, want in zip(batched, alone):
             np.testing.assert_allclose(got[k], want, atol=1e-4)

@@ -73,6 +73,7 @@ def estimate(spec, height, width, stride, options, pairs=1):
         peak = max(peak, level_mb)
     if o.refine != "none":  # the refinement runs once, on the finest level's pixels
         sweeps = o.refine_rounds * o.refine_iterations * o.refine_sweeps
+        sweeps *= sum(0.25 ** k for k in range(o.refine_scales))  # coarser scales: 1/4 each
         seconds += sweeps * level.height * level.width * SECONDS_PER_REFINE_SWEEP
     return Estimate(points * pairs, seconds * pairs, peak)
 

@@ -56,6 +56,7 @@ DEFAULT_REFINE_SWEEPS = 4
 DEFAULT_REFINE_ALPHA = 10.0
 DEFAULT_REFINE_DELTA = 5.0
 DEFAULT_REFINE_GAMMA = 10.0
+DEFAULT_REFINE_SCALES = 2
 DEFAULT_RESIDUAL_SCALE = 0.02  # the residual (0-1 grey) at which its confidence term is 1/2
 
 
@@ -103,6 +104,8 @@ class MatchOptions:
         round; ``refine_sweeps``: SOR sweeps per step.
       refine_alpha: its smoothness weight; ``refine_delta``: brightness constancy;
         ``refine_gamma``: gradient constancy.
+      refine_scales: the image scales it refines on, coarse to fine, each half the last's
+        size (1: only the images' own size).
       residual_scale: the refined match's photometric residual (0-1 grey) at which its
         confidence term is 1/2 (0: no such term).
     """
@@ -130,6 +133,7 @@ class MatchOptions:
     refine_alpha: float = DEFAULT_REFINE_ALPHA
     refine_delta: float = DEFAULT_REFINE_DELTA
     refine_gamma: float = DEFAULT_REFINE_GAMMA
+    refine_scales: int = DEFAULT_REFINE_SCALES
     residual_scale: float = DEFAULT_RESIDUAL_SCALE
 
     def __post_init__(self):
@@ -149,7 +153,8 @@ class MatchOptions:
                                 ("smooth", 0, ">= 0 (a median's size)"),
                                 ("radius", 1, ">= 1"), ("memory_mb", 1, ">= 1 (MB)"),
                                 ("refine_rounds", 1, ">= 1"), ("refine_iterations", 1, ">= 1"),
-                                ("refine_sweeps", 1, ">= 1")):
+                                ("refine_sweeps", 1, ">= 1"),
+                                ("refine_scales", 1, ">= 1 (1: the images' own size)")):
             value = getattr(self, name)
             if not _integer(value) or value < low:
                 raise UserError("%s must be an integer %s, got %r" % (name, what, value))

@@ -51,10 +51,12 @@ EPSILON = 1e-3  # the robust penalty's smoothing
 SCALE = 255.0  # images are refined on a 0-255 scale, so alpha, delta, gamma mean OpenCV's
 
 RefineSettings = collections.namedtuple(
-    "RefineSettings", ["rounds", "iterations", "sweeps", "alpha", "delta", "gamma"])
+    "RefineSettings", ["rounds", "iterations", "sweeps", "alpha", "delta", "gamma", "scales"])
+RefineSettings.__new__.__defaults__ = (1,)
 RefineSettings.__doc__ = """The refinement's solver and energy: ``rounds`` re-warpings, each
 of ``iterations`` fixed-point steps of ``sweeps`` red-black SOR sweeps (each >= 1); the
-smoothness weight ``alpha``, brightness constancy ``delta``, gradient constancy ``gamma``.
+smoothness weight ``alpha``, brightness constancy ``delta``, gradient constancy ``gamma``;
+``scales`` (default 1) the image scales refined coarse to fine (each half the last's size).
 :meth:`from_options` reads them from a :class:`vidcorr.readout.options.MatchOptions`."""
 
 
@@ -62,7 +64,7 @@ def _from_options(options):
     """The :class:`RefineSettings` of a :class:`vidcorr.readout.options.MatchOptions`."""
     return RefineSettings(options.refine_rounds, options.refine_iterations,
                           options.refine_sweeps, options.refine_alpha, options.refine_delta,
-                          options.refine_gamma)
+                          options.refine_gamma, options.refine_scales)
 
 
 RefineSettings.from_options = staticmethod(_from_options)
@@ -202,35 +204,44 @@ def _loop(count, body, state, unroll):
                          back_prop=False)[1]
 
 
-def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
-    """Refines every pixel's positions in both frames on the frames themselves.
+def _halve(x):
+    """``[B, H, W, C]`` at half the size: 2x2 means (an odd last row or column repeated;
+    a concat and a slice rather than a symmetric pad, which ONNX lacks)."""
+    even = (tf.shape(x)[1:3] + 1) // 2 * 2  # [2]: H and W rounded up to even
+    x = tf.concat([x, x[:, -1:]], axis=1)[:, :even[0]]
+    x = tf.concat([x, x[:, :, -1:]], axis=2)[:, :, :even[1]]
+    return tf.nn.avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
 
-    Args:
-      image1: ``[B, H, W, C]`` frame t, float in [0, 1].
-      image3: ``[B, H, W, C]`` frame t+2.
-      p1: ``[B, h, w, 2]`` float ``(x, y)`` positions in frame t, one per pixel of a grid
-        (the middle frame's pixels), whose neighbours are the grid's.
-      p3: ``[B, h, w, 2]`` their positions in frame t+2.
-      settings: a :class:`RefineSettings`.
-      anchor: 0.5 holds each match's midpoint, 0 holds ``p1`` (see the module docstring).
-      unroll: build the loops in Python (a graph for converters without nested loops,
-        the ONNX export) instead of ``tf.while_loop``; the same result.
 
-    Returns:
-      ``(p1, p3, residual)``: refined ``[B, h, w, 2]`` positions, and ``[B, h, w]`` the
-      photometric residual at them, averaged over 3x3 pixels (0-1 scale).
-    """
-    rounds, iterations, sweeps, alpha, delta, gamma = settings
-    image1, image3 = image1 * SCALE, image3 * SCALE
-    shape = tf.shape(p1)
+def _coarse_correction(image1, image3, base, u, settings, anchor, unroll, scales):
+    """The change of ``u`` [2, B, h, w] that refining it on the images at half their size
+    (and coarser, ``scales`` in all) makes, brought back to the fine grid: a coarse pixel
+    ``j`` is the fine pixels ``2j, 2j + 1``, at fine ``x = 2 x_c + 0.5``."""
+    flow = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
+    coarse_u = tf.transpose(_halve(flow) / 2.0, [3, 0, 1, 2])  # [2, B, h/2, w/2]
+    refined = _refine(_halve(image1), _halve(image3), (_halve(base) - 0.5) / 2.0, coarse_u,
+                      settings, anchor, unroll, scales)
+    change = tf.transpose(refined - coarse_u, [1, 2, 3, 0])  # [B, h/2, w/2, 2]
+    shape = tf.shape(flow)
+    even = 2 * tf.shape(change)[1:3]
+    change = tf.image.resize_bilinear(change, even, half_pixel_centers=True)
+    return tf.transpose(2.0 * change[:, :shape[1], :shape[2]], [3, 0, 1, 2])
+
+
+def _refine(image1, image3, base, u, settings, anchor, unroll, scales):
+    """``u`` [2, B, h, w] refined around ``base`` [B, h, w, 2] on images on the 0-255 scale,
+    first (``scales`` > 1) on the images halved, then at their own size."""
+    rounds, iterations, sweeps, alpha, delta, gamma = settings[:6]
+    if scales > 1:
+        u = u + _coarse_correction(image1, image3, base, u, settings, anchor, unroll,
+                                   scales - 1)
+    shape = tf.shape(base)
     ones = tf.ones(shape[:3])  # [B, h, w]
     last_x = tf.concat([ones[:, :, 1:], 0 * ones[:, :, :1]], axis=2)  # 0 on the last column
     last_y = tf.concat([ones[:, 1:], 0 * ones[:, :1]], axis=1)  # 0 on the last row
     cols, rows = tf.range(shape[2]), tf.range(shape[1])
     parity = tf.cast((rows[:, None] + cols[None, :]) % 2, tf.float32) * tf.stack([ones] * 2)
     masks = (1.0 - parity, parity)  # red, then black pixels, [2, B, h, w]
-    base = p1 + anchor * (p3 - p1)  # the held point, [B, h, w, 2]
-    u = tf.transpose(p3 - p1, [3, 0, 1, 2])  # [2, B, h, w]: the components lead
     for _ in range(rounds):
         flow = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
         constraints = _constraints(sample_at(image1, base - anchor * flow),
@@ -242,6 +253,32 @@ def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
             return _loop(sweeps, lambda x: _sor_sweep(x, shared), u + du, unroll) - u
 
         u = u + _loop(iterations, fixed_point, tf.zeros_like(u), unroll)
+    return u
+
+
+def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
+    """Refines every pixel's positions in both frames on the frames themselves.
+
+    Args:
+      image1: ``[B, H, W, C]`` frame t, float in [0, 1].
+      image3: ``[B, H, W, C]`` frame t+2.
+      p1: ``[B, h, w, 2]`` float ``(x, y)`` positions in frame t, one per pixel of a grid
+        (the middle frame's pixels), whose neighbours are the grid's; with
+        ``settings.scales`` > 1 the grid must be the images' own pixels (``h, w = H, W``).
+      p3: ``[B, h, w, 2]`` their positions in frame t+2.
+      settings: a :class:`RefineSettings`.
+      anchor: 0.5 holds each match's midpoint, 0 holds ``p1`` (see the module docstring).
+      unroll: build the loops in Python (a graph for converters without nested loops,
+        the ONNX export) instead of ``tf.while_loop``; the same result.
+
+    Returns:
+      ``(p1, p3, residual)``: refined ``[B, h, w, 2]`` positions, and ``[B, h, w]`` the
+      photometric residual at them, averaged over 3x3 pixels (0-1 scale).
+    """
+    image1, image3 = image1 * SCALE, image3 * SCALE
+    base = p1 + anchor * (p3 - p1)  # the held point, [B, h, w, 2]
+    u = tf.transpose(p3 - p1, [3, 0, 1, 2])  # [2, B, h, w]: the components lead
+    u = _refine(image1, image3, base, u, settings, anchor, unroll, settings.scales)
     u = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
     p1, p3 = base - anchor * u, base + (1.0 - anchor) * u
     diff = tf.reduce_mean(tf.abs(sample_at(image3, p3) -
