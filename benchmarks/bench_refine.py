@@ -5,8 +5,9 @@ For each size, in its own process, it matches a pair of the sample video's frame
 (resized) with the packaged model's default match, with and without the refinement
 (``refine="variational"`` / ``"none"``), after the graphs are built, and times the
 refinement's graph alone with the default settings and with one sweep in all
-(rounds, iterations and sweeps 1, on as many scales), so the marginal cost of a sweep per
-pixel is the difference over the extra sweeps (a coarser scale's pixels count a quarter). It prints:
+(rounds, iterations and sweeps 1, on as many scales), so the marginal cost of a sweep
+per pixel is the difference over the extra sweeps (a coarser scale's pixels count a
+quarter). ``--options`` sets ``MatchOptions`` fields over the defaults. It prints:
 
 * seconds per pair without and with the refinement, and their ratio (issue goal: at
   most 1.5 at 288x384);
