@@ -206,21 +206,28 @@ def _loop(count, body, state, unroll):
 
 def _halve(x):
     """``[B, H, W, C]`` at half the size: 2x2 means (an odd last row or column repeated;
-    a concat and a slice rather than a symmetric pad, which ONNX lacks)."""
+    a concat and a slice rather than a symmetric pad, which ONNX lacks).
+
+    Not the pyramid's :func:`~vidcorr.readout.kernel.resample.area_downscale`: that one
+    resamples to a given size by Pillow's rule, so an odd side ``n`` goes to ``ceil(n / 2)``
+    at a ratio ``n / ceil(n / 2)`` below 2, and the scales' geometry (coarse ``x_c`` at fine
+    ``2 x_c + 0.5``) would hold nowhere but the first pixel; one pooling op does the exact
+    2:1 halving, where the box filter gathers 8 times.
+    """
     even = (tf.shape(x)[1:3] + 1) // 2 * 2  # [2]: H and W rounded up to even
     x = tf.concat([x, x[:, -1:]], axis=1)[:, :even[0]]
     x = tf.concat([x, x[:, :, -1:]], axis=2)[:, :, :even[1]]
     return tf.nn.avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
 
 
-def _coarse_correction(image1, image3, base, u, settings, anchor, unroll, scales):
+def _coarse_correction(image1, image3, base, u, settings, anchor, unroll):
     """The change of ``u`` [2, B, h, w] that refining it on the images at half their size
-    (and coarser, ``scales`` in all) makes, brought back to the fine grid: a coarse pixel
+    (and coarser, ``settings.scales`` in all) makes, brought back to the fine grid: a coarse pixel
     ``j`` is the fine pixels ``2j, 2j + 1``, at fine ``x = 2 x_c + 0.5``."""
     flow = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
     coarse_u = tf.transpose(_halve(flow) / 2.0, [3, 0, 1, 2])  # [2, B, h/2, w/2]
     refined = _refine(_halve(image1), _halve(image3), (_halve(base) - 0.5) / 2.0, coarse_u,
-                      settings, anchor, unroll, scales)
+                      settings, anchor, unroll)
     change = tf.transpose(refined - coarse_u, [1, 2, 3, 0])  # [B, h/2, w/2, 2]
     shape = tf.shape(flow)
     even = 2 * tf.shape(change)[1:3]
@@ -228,13 +235,13 @@ def _coarse_correction(image1, image3, base, u, settings, anchor, unroll, scales
     return tf.transpose(2.0 * change[:, :shape[1], :shape[2]], [3, 0, 1, 2])
 
 
-def _refine(image1, image3, base, u, settings, anchor, unroll, scales):
+def _refine(image1, image3, base, u, settings, anchor, unroll):
     """``u`` [2, B, h, w] refined around ``base`` [B, h, w, 2] on images on the 0-255 scale,
-    first (``scales`` > 1) on the images halved, then at their own size."""
-    rounds, iterations, sweeps, alpha, delta, gamma = settings[:6]
+    first (``settings.scales`` > 1) on the images halved, then at their own size."""
+    rounds, iterations, sweeps, alpha, delta, gamma, scales = settings
     if scales > 1:
-        u = u + _coarse_correction(image1, image3, base, u, settings, anchor, unroll,
-                                   scales - 1)
+        u = u + _coarse_correction(image1, image3, base, u, settings._replace(scales=scales - 1),
+                                   anchor, unroll)
     shape = tf.shape(base)
     ones = tf.ones(shape[:3])  # [B, h, w]
     last_x = tf.concat([ones[:, :, 1:], 0 * ones[:, :, :1]], axis=2)  # 0 on the last column
@@ -278,7 +285,7 @@ def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
     image1, image3 = image1 * SCALE, image3 * SCALE
     base = p1 + anchor * (p3 - p1)  # the held point, [B, h, w, 2]
     u = tf.transpose(p3 - p1, [3, 0, 1, 2])  # [2, B, h, w]: the components lead
-    u = _refine(image1, image3, base, u, settings, anchor, unroll, settings.scales)
+    u = _refine(image1, image3, base, u, settings, anchor, unroll)
     u = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
     p1, p3 = base - anchor * u, base + (1.0 - anchor) * u
     diff = tf.reduce_mean(tf.abs(sample_at(image3, p3) -
