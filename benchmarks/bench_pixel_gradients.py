@@ -87,7 +87,7 @@ def main():
     parser.add_argument("--loop", type=int, default=24, help="pixels for the seed loop")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--fused", action="store_true")
-    parser.add_argument("--chunk", type=int, help="PixelGradients' pixels per sess.run "
+    parser.add_argument("--chunk", type=int, help="PixelGradients' pixels per chunk "
                                                   "(default: from its memory budget)")
     parser.add_argument("--only-ours", action="store_true", help="PixelGradients alone")
     args = parser.parse_args()
@@ -148,8 +148,8 @@ def main():
     print("|---|---|---|---|")
     for name, seconds, diff in rows:
         print("| %s | %.5f | %.1f | %.2e |" % (name, seconds, seconds / ours, diff))
-    print("PixelGradients: built in %.2f s, %d pixels per sess.run; peak resident memory "
-          "%.0f MB" % (build_seconds, engines[0].chunk,
+    print("PixelGradients: built in %.2f s, %d pixels per chunk, %d per sess.run; peak "
+          "resident memory %.0f MB" % (build_seconds, engines[0].chunk, engines[0].per_run,
                        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
     for engine in engines:
         engine.close()

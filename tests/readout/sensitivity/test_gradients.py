@@ -87,7 +87,8 @@ def wide_setup(random_kernel_checkpoint):
 @pytest.mark.parametrize("norm,size,backward", [
     ("l2", "plain", "auto"), ("l1", "plain", "auto"), ("max", "plain", "auto"),
     ("l2", "padded", "auto"), ("l2", "kernel", "auto"), ("max", "kernel", "auto"),
-    ("l2", "padded", "pfor"), ("l2", "kernel", "pfor"), ("l2", "wide", "auto"),
+    ("l2", "padded", "pfor"), ("l2", "kernel", "pfor"), ("l2", "kernel", "loop"),
+    ("l2", "wide", "auto"),
     ("max", "wide", "auto")])
 def test_batched_reduced_equals_per_pixel_reference(request, norm, size, backward):
     prefix, image, points, grads, prediction = request.getfixturevalue(
@@ -98,7 +99,7 @@ def test_batched_reduced_equals_per_pixel_reference(request, norm, size, backwar
     spec = spec_from_checkpoint(prefix, values)
     graph = SensitivityGraph(spec, H, W, fold_batch_norm(values), GradientSettings(
         chunk=4, norm=norm, radius=3, backward=backward, full_maps=size in ("kernel", "wide")))
-    assert graph.backward == ("pfor" if backward == "pfor" else "transpose")
+    assert graph.backward == ("transpose" if backward == "auto" else backward)
     # Windowed up to the input only where the image is wider than the receptive field.
     if size == "wide":  # the memory model's estimate of the window holds
         extent = pixel_extent(spec, H, W)
@@ -214,7 +215,7 @@ def test_bad_weights_and_grid(setup, random_checkpoint):
     with pytest.raises(UserError, match="a different model.width"):
         SensitivityGraph(NetworkSpec(width=0.25), H, W, values)
     with pytest.raises(UserError, match="backward must be one of"):
-        GradientSettings(backward="loop")
+        GradientSettings(backward="jacobian")
     with pytest.raises(UserError, match="stride"):
         grid_points(H, W, 0)
     assert grid_points(5, 7, 2).tolist()[:4] == [[0, 0], [2, 0], [4, 0], [6, 0]]

@@ -43,8 +43,8 @@ from typing import Optional
 import numpy as np
 from tqdm import tqdm
 
-from vidcorr.readout.sensitivity.backward import BatchedVJP, UnsupportedGraph
 from vidcorr.compat import tf
+from vidcorr.readout.sensitivity.engine import BACKWARDS, PixelBackward, chunk_loop
 from vidcorr.errors import UserError
 from vidcorr.readout.inference import FoldedGraph
 from vidcorr.model.kernels import logit_cotangent
@@ -56,8 +56,6 @@ from vidcorr.readout.sensitivity.windows import Window, dense, fold_window, refl
 
 __all__ = ["NORMS", "BACKWARDS", "GradientSettings", "SensitivityGraph", "pixel_vjp",
            "kernel_head_vjp", "direct_window", "reduce_channels"]
-
-BACKWARDS = ("auto", "transpose", "pfor")
 
 
 def _reduce(sens, radius, oy=None, ox=None):
@@ -176,9 +174,10 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False,
       density: where the windowed pass goes dense (:class:`vidcorr.readout.sensitivity.memory.Density`).
 
     Returns:
-      ``(vjp, method)``: ``vjp(indices [K])`` -> ``d(sum_c out[p, c]) / d frames``
+      ``(vjp, engine)``: ``vjp(indices [K])`` -> ``d(sum_c out[p, c]) / d frames``
       ``[K, H', W', 6]`` (or a window of it) for the flat padded indices
-      ``p``; and the method used.
+      ``p``; and the :class:`vidcorr.readout.sensitivity.engine.PixelBackward` it runs
+      on, whose ``method`` says which pass (final once ``vjp`` is built).
 
     Raises:
       UnsupportedGraph: with ``backward='transpose'`` for an op it cannot transpose.
@@ -191,34 +190,23 @@ def pixel_vjp(spec, frames, out, endpoints, backward="auto", windowed=False,
     through = windowed and pixel_extent(spec, hp, wp, density.fraction) != (hp, wp)
     join = density.join if density.join != "auto" else ("union" if through else "dense")
     head = kernel_head_vjp(spec, frames, endpoints) if spec.kernel_size else None
-    transposed = None
-    if backward != "pfor":
-        try:
-            transposed = BatchedVJP(target, frames)
-        except UnsupportedGraph:
-            if backward == "transpose":
-                raise
+    engine = PixelBackward(target, frames, backward)
 
     def vjp(indices):
         if head is None:
             values, direct = tf.ones([tf.size(indices), 3]), None  # [K, 3]
         else:
             values, direct = head(indices)  # [K, C], a window [K, k, k, 6]
-        if transposed is not None:  # windowed near the output (or all the way), then dense
-            grads = transposed.points(values, indices // wp, indices % wp, windowed=windowed,
-                                      density=Density(density.fraction, join))
-        else:
-            one_hot = tf.reshape(tf.one_hot(indices, hp * wp), [-1, hp, wp, 1])
-            grads = tf.vectorized_map(
-                lambda c: tf.gradients(target, frames, grad_ys=c[None])[0][0],
-                one_hot * values[:, None, None, :])  # over [K, H', W', C] cotangents
+        # windowed near the output (or all the way), then dense; or pfor's dense maps
+        grads = engine(indices // wp, indices % wp, values, windowed=windowed,
+                       density=Density(density.fraction, join))
         if direct is None:
             return grads
         if isinstance(grads, Window):
             return sum_cotangents([grads, direct])
         return grads + dense(direct)
 
-    return vjp, "transpose" if transposed is not None else "pfor"
+    return vjp, engine
 
 
 def reduce_channels(grads, norm):
@@ -246,8 +234,10 @@ class GradientSettings:
       backward: how the VJP is batched over pixels: ``'transpose'``
         (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`, forward convolutions
         over a batch of cotangents), ``'pfor'`` (``tf.gradients`` under
-        ``tf.vectorized_map``) or ``'auto'`` (transpose, pfor if the network has an op it
-        cannot transpose).
+        ``tf.vectorized_map``), ``'loop'`` (``tf.gradients`` in a ``tf.map_fn``) or
+        ``'auto'`` (transpose, pfor if the network has an op it cannot transpose, the loop
+        where pfor cannot convert one); the engine is
+        :class:`vidcorr.readout.sensitivity.engine.PixelBackward`.
       full_maps: also return every pixel's full ``[2, H, W]`` maps from
         :meth:`SensitivityGraph.run` (``maps``; :meth:`vidcorr.Matcher.sensitivity_maps`
         shows them; memory grows with the number of pixels).
@@ -341,21 +331,21 @@ class SensitivityGraph(FoldedGraph):
         for i, device in enumerate(devices):
             with tf.device(device), tf.name_scope("replica%d" % i if self.devices else None), \
                     tf.variable_scope(tf.get_variable_scope(), reuse=i > 0):
-                parts.append(self._replica(spec, padded_pixels[i * per:(i + 1) * per], per))
+                parts.append(self._replica(spec, padded_pixels[i * per:(i + 1) * per]))
         self.results = {name: (tf.concat([p[name] for p in parts], 0) if len(parts) > 1
                                else parts[0][name])[:count] for name in parts[0]}
 
-    def _replica(self, spec, pixels, count):
-        """The forward pass and the chunked, reduced backward pass of ``pixels``
-        (``count`` of them, a multiple of the chunk): a dict of result tensors."""
+    def _replica(self, spec, pixels):
+        """The forward pass and the chunked, reduced backward pass of ``pixels`` ``[N]``
+        (:func:`vidcorr.readout.sensitivity.engine.chunk_loop`): a dict of result tensors."""
         h, w, chunk = self.height, self.width, self.chunk
         top, bottom, left, right = self.padding
         hp, wp = h + top + bottom, w + left + right
         frames = self.image.value()  # [1, H', W', 6], reflect-padded, device resident
         endpoints = {}
         out = mind(frames, False, spec=spec, folded=True, endpoints=endpoints)  # [1, H', W', 3]
-        vjp, self.backward = pixel_vjp(spec, frames, out, endpoints, self.backward,
-                                       windowed=True, density=self.density)
+        vjp, engine = pixel_vjp(spec, frames, out, endpoints, self.backward, windowed=True,
+                                density=self.density)
         rows = tf.constant(reflect_fold(h, top, bottom))  # [H', H]
         cols = tf.constant(reflect_fold(w, left, right))  # [W', W]
 
@@ -372,25 +362,22 @@ class SensitivityGraph(FoldedGraph):
 
         # Any number of pixels in one sess.run: an in-graph loop over chunks of `chunk`
         # pixels, one batched VJP per iteration.
-        n_chunks = count // chunk
-        names = ["peak_x", "peak_y", "peak", "second", "patch"]
-        dtypes = [tf.int32, tf.int32, tf.float32, tf.float32, tf.float32]
+        dtypes = dict(peak_x=tf.int32, peak_y=tf.int32, peak=tf.float32, second=tf.float32,
+                      patch=tf.float32)
         if self.full_maps:
-            names.append("maps")
-            dtypes.append(tf.float32)
+            dtypes["maps"] = tf.float32
 
-        def body(i, arrays):
-            sens, oy, ox = sensitivity(pixels[i * chunk:(i + 1) * chunk])  # [chunk, 2, h, w]
+        def body(chunk_pixels):
+            sens, oy, ox = sensitivity(chunk_pixels)  # [chunk, 2, h, w]
             reduced = _reduce(sens, self.radius, oy, ox)
             if self.full_maps:
                 reduced["maps"] = sens if oy is None else tf.transpose(dense(Window(
                     tf.transpose(sens, [0, 2, 3, 1]), oy, ox, h, w, 1)), [0, 3, 1, 2])
-            return i + 1, [a.write(i, reduced[n]) for a, n in zip(arrays, names)]
+            return reduced
 
-        arrays = [tf.TensorArray(d, size=n_chunks) for d in dtypes]
-        _, arrays = tf.while_loop(lambda i, _: i < n_chunks, body, [tf.constant(0), arrays],
-                                  parallel_iterations=1, back_prop=False)
-        return {name: array.concat() for name, array in zip(names, arrays)}
+        results = chunk_loop([pixels], chunk, body, dtypes)
+        self.backward = engine.method  # known once the loop's body is built
+        return results
 
     def set_images(self, frame_t, frame_t2):
         """Loads an image pair (``[H, W, 3]`` float arrays in [0, 1]) onto the device."""

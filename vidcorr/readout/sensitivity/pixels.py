@@ -10,13 +10,13 @@ its session, and
   and imports it once into its own graph, its input mapped to a variable that holds
   the image on the device (a GPU when there is one): the image is loaded once, every
   call reads it there;
-* builds the per-pixel gradient once, for a chunk of pixels at a time: by default
-  the network's graph transposed into forward ops over the chunk, the forward pass
-  shared by all of its pixels (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`,
-  the engine the matcher's exact read-out runs on); for a graph with an op it cannot
-  transpose, ``tf.gradients`` vectorised over the chunk's cotangents by
-  ``tf.vectorized_map`` (pfor; the forward pass shared as well), and where pfor cannot
-  convert an op (TF 1.15 has fewer converters), ``tf.gradients`` in a ``tf.map_fn``;
+* builds the per-pixel gradient once, for a chunk of pixels at a time, on the engine
+  the matcher's exact read-out runs on (:mod:`vidcorr.readout.sensitivity.engine`): by
+  default the network's graph transposed into forward ops over the chunk
+  (:class:`vidcorr.readout.sensitivity.backward.BatchedVJP`); for a graph with an op it
+  cannot transpose, ``tf.gradients`` vectorised over the chunk's cotangents by
+  ``tf.vectorized_map`` (pfor), and where pfor cannot convert an op (TF 1.15 has fewer
+  converters), ``tf.gradients`` in a ``tf.map_fn``;
 * crops on the device, if asked, each map to a window: the receptive field, as far as
   the transposed pass follows it (``window="auto"``: the pass itself runs on windows,
   so a pixel's cost stops growing with the image), or a given ``(h, w)`` around the
@@ -24,22 +24,27 @@ its session, and
 * reduces on the device: the (windowed) maps ``[N, H, W, C]``, their norm over
   channels ``[N, H, W]``, only each map's peak (position, value and a sub-pixel
   centroid over its 3x3 neighbourhood), or its ``k`` largest norms and their positions;
-* runs as few ``sess.run`` calls as the memory budget allows: the chunk size comes
-  from the sizes of the tensors on the path from input to output.
+* runs as few ``sess.run`` calls as the memory budget allows, each computing the
+  forward pass once and walking its pixels chunk by chunk in a graph loop: the chunk
+  size comes from the sizes of the tensors on the path from input to output, the
+  pixels per ``sess.run`` from the size of their results.
 """
 
 import numpy as np
 from tqdm import tqdm
 
 from vidcorr.compat import default_device, session_config, tf
-from vidcorr.errors import UserError, first_line
-from vidcorr.readout.sensitivity.backward import BatchedVJP, UnsupportedGraph
+from vidcorr.errors import UserError
+from vidcorr.readout.sensitivity.backward import UnsupportedGraph
+from vidcorr.readout.sensitivity.engine import BACKWARDS, PixelBackward, chunk_loop
 from vidcorr.readout.sensitivity.windows import Window
 
 __all__ = ["PixelGradients", "REDUCTIONS", "BACKWARDS"]
 
 REDUCTIONS = ("maps", "norm", "peak", "topk")
-BACKWARDS = ("auto", "transpose", "pfor", "loop")
+# what each reduction returns per pixel (and "origin" for maps and norms in a window)
+_RESULTS = {"maps": ("maps",), "norm": ("norm",), "topk": ("x", "y", "value"),
+            "peak": ("x", "y", "peak", "around")}
 MAX_CHUNK = 256
 # PixelGradients' keyword settings of how it runs, and their defaults
 ENGINE_DEFAULTS = {"backward": "auto", "memory_mb": 1024, "chunk": None, "device": None,
@@ -128,13 +133,15 @@ class PixelGradients(object):
         its border: the part outside is zero.
       k: the number of positions of ``"topk"``.
       **engine: how it runs, each optional: ``backward`` (above), ``memory_mb`` (the
-        budget of one chunk's backward pass, default 1024), ``chunk`` (pixels per
-        ``sess.run``; default: from ``memory_mb``), ``device`` (default: GPU if any, else
+        budget of one chunk's backward pass and of one ``sess.run``'s results, default
+        1024), ``chunk`` (pixels per batched backward pass; default: from ``memory_mb``),
+        ``device`` (default: GPU if any, else
         CPU), ``threads`` (intra-op threads).
 
     Attributes:
       backward: the backward pass in use (``"transpose"``, ``"pfor"`` or ``"loop"``).
-      chunk: pixels per ``sess.run``.
+      chunk: pixels per batched backward pass (an iteration of the graph loop).
+      per_run: pixels per ``sess.run`` (a whole number of chunks).
       output_shape: ``(h, w, c)``.
       window_shape: ``(h, w)`` of the maps returned.
 
@@ -173,60 +180,62 @@ class PixelGradients(object):
             self.output_shape = tuple(y.shape.as_list()[1:])
             self.rows = tf.placeholder(tf.int32, [None], "rows")
             self.cols = tf.placeholder(tf.int32, [None], "cols")
-            grads, per_pixel = self._backward(x, y, backward, window == "auto")
-            maps, origin = self._windowed(grads, window)  # [K, h, w, C], [K, 2] (x, y)
-            self.window_shape = tuple(maps.shape.as_list()[1:3])
-            self.chunk = int(chunk or max(1, min(MAX_CHUNK, memory_mb * 2 ** 20 // per_pixel)))
-            self.outputs = self._reduced(maps, origin, window is not None)
+            self.chunk_size = tf.placeholder(tf.int32, [], "chunk")
+            self.outputs = self._build(x, y, backward, window, chunk, memory_mb)
             self.sess = tf.Session(graph=self.graph, config=session_config(engine["threads"]))
             self.sess.run(self.image.initializer)
         self.graph.finalize()
 
-    def _backward(self, x, y, backward, windowed):
-        """``([K, H, W, C] gradients or a Window of them, bytes per pixel)`` for the pixels
-        fed."""
-        c = self.output_shape[-1]
-        values = tf.ones(tf.stack([tf.shape(self.rows)[0], c]))  # sum over the output channels
-        if backward in ("auto", "transpose"):
-            try:
-                vjp = BatchedVJP(y, x)
-            except UnsupportedGraph as err:
-                if "does not depend" in str(err):
-                    raise UserError("the output does not depend on the input")
-                if backward == "transpose":
-                    raise UserError("backward 'transpose' cannot run this network: %s" % err)
-            else:
-                self.backward = "transpose"
-                grads = vjp.points(values, self.rows, self.cols, windowed=windowed)
-                area = grads.h * grads.w if isinstance(grads, Window) else None
-                return grads, self._pixel_bytes(3, area)
-        h, w = self.output_shape[:2]
-        cot = (tf.one_hot(self.rows, h)[:, :, None, None] *
-               tf.one_hot(self.cols, w)[:, None, :, None] * values[:, None, None, :])
-        if tf.gradients(y, x)[0] is None:
-            raise UserError("the output does not depend on the input")
-        one = lambda g: tf.gradients(y, x, grad_ys=g[None])[0][0]  # noqa: E731
-        if backward != "loop":
-            try:
-                self.backward = "pfor"
-                return tf.vectorized_map(one, cot), self._pixel_bytes(4)  # [K, H, W, C]
-            except (ValueError, NotImplementedError) as err:  # an op pfor cannot convert
-                if backward == "pfor":
-                    raise UserError("backward 'pfor' cannot run this network: %s"
-                                    % first_line(err))
-        self.backward = "loop"
-        return tf.map_fn(one, cot), self._pixel_bytes(4)  # [K, H, W, C], a while loop
+    def _build(self, x, y, backward, window, chunk, memory_mb):
+        """The reduced results of the fed pixels, a chunk per iteration of one graph loop
+        (:func:`vidcorr.readout.sensitivity.engine.chunk_loop`); sets ``backward``,
+        ``window_shape`` and ``chunk``."""
+        try:
+            engine = PixelBackward(y, x, backward)
+        except UnsupportedGraph as err:
+            if "does not depend" in str(err):
+                raise UserError("the output does not depend on the input")
+            raise UserError("backward 'transpose' cannot run this network: %s" % err)
+        area = [None]  # the input window's pixels, where the pass stays windowed
 
-    def _windowed(self, grads, window):
-        """``(maps [K, h, w, C], origins [K, 2] (x, y))``: the maps in their windows."""
+        def body(rows, cols):
+            values = tf.ones(tf.stack([tf.shape(rows)[0], self.output_shape[-1]]))  # [K, c]
+            try:
+                grads = engine(rows, cols, values, windowed=window == "auto")
+            except UnsupportedGraph as err:
+                raise UserError("backward 'pfor' cannot run this network: %s" % err)
+            if not isinstance(grads, Window):  # pfor under TF 1.15 loses the static shape
+                grads.set_shape([None] + list(self.input_shape))
+            maps, origin = self._windowed(grads, window, rows, cols)  # [K, h, w, C], [K, 2]
+            self.window_shape = tuple(maps.shape.as_list()[1:3])
+            area[0] = grads.h * grads.w if isinstance(grads, Window) else None
+            return self._reduced(maps, origin, window is not None)
+
+        names = _RESULTS[self.reduce] + (
+            ("origin",) if window is not None and self.reduce in ("maps", "norm") else ())
+        dtypes = {n: tf.int32 if n in ("x", "y", "origin") else tf.float32 for n in names}
+        outputs = chunk_loop([self.rows, self.cols], self.chunk_size, body, dtypes)
+        self.backward = engine.method  # known once the loop's body is built
+        per_pixel = self._pixel_bytes(3 if engine.method == "transpose" else 4, area[0])
+        self.chunk = int(chunk or max(1, min(MAX_CHUNK, memory_mb * 2 ** 20 // per_pixel)))
+        # pixels per sess.run: as many as keep their results within the budget too
+        (h, w), c = self.window_shape, self.input_shape[2]
+        result = 4 * {"maps": h * w * c + 2, "norm": h * w + 2, "topk": 3 * self.k,
+                      "peak": 12}[self.reduce]
+        self.per_run = max(1, memory_mb * 2 ** 20 // result // self.chunk) * self.chunk
+        return outputs
+
+    def _windowed(self, grads, window, rows, cols):
+        """``(maps [K, h, w, C], origins [K, 2] (x, y))``: the maps of the pixels at
+        ``rows``, ``cols`` ``[K]`` in their windows."""
         if isinstance(grads, Window):  # the transposed pass stayed windowed to the input
             return grads.data * grads.valid(), tf.stack([grads.ox, grads.oy], axis=1)
-        zeros = tf.zeros_like(self.rows)
+        zeros = tf.zeros_like(rows)
         if window is None or window == "auto":
             return grads, tf.stack([zeros, zeros], axis=1)
         (height, width), (h, w) = self.input_shape[:2], self.output_shape[:2]
-        oy = (2 * self.rows + 1) * height // (2 * h) - window[0] // 2  # [K] the centre, less half
-        ox = (2 * self.cols + 1) * width // (2 * w) - window[1] // 2
+        oy = (2 * rows + 1) * height // (2 * h) - window[0] // 2  # [K] the centre, less half
+        ox = (2 * cols + 1) * width // (2 * w) - window[1] // 2
         rows = oy[:, None] + tf.range(window[0])  # [K, wh]
         cols = ox[:, None] + tf.range(window[1])  # [K, ww]
         inside = (tf.cast((rows >= 0) & (rows < height), tf.float32)[:, :, None, None] *
@@ -300,7 +309,7 @@ class PixelGradients(object):
         Args:
           points: ``[N, 2]`` integer (x, y) output pixels (default: :meth:`grid`).
           stride: the grid's stride when ``points`` is None.
-          progress: a progress bar over chunks.
+          progress: a progress bar over the pixels (in about 20 runs).
 
         Returns:
           ``{"maps": [N, H, W, C]}``, ``{"norm": [N, H, W]}`` (with a window: ``[N, h, w,
@@ -316,11 +325,18 @@ class PixelGradients(object):
                 np.any(points < 0) or np.any(points >= [w, h]):
             raise UserError("points must be [N, 2] integer (x, y) pixels of the %dx%d output"
                             % (w, h))
+        per_run = self.per_run
+        if progress:  # about 20 runs, so that the bar moves
+            chunks = max(1, -(-len(points) // (20 * self.chunk)))
+            per_run = min(per_run, chunks * self.chunk)
         parts = []
-        for i in tqdm(range(0, len(points), self.chunk), disable=not progress, unit="chunk"):
-            chunk = points[i:i + self.chunk]
-            parts.append(self.sess.run(self.outputs, {self.cols: chunk[:, 0],
-                                                      self.rows: chunk[:, 1]}))
+        with tqdm(total=len(points), disable=not progress, unit="px", leave=False) as bar:
+            for i in range(0, len(points), per_run):
+                part = points[i:i + per_run]
+                parts.append(self.sess.run(self.outputs, {self.cols: part[:, 0],
+                                                          self.rows: part[:, 1],
+                                                          self.chunk_size: self.chunk}))
+                bar.update(len(part))
         out = {k: np.concatenate([p[k] for p in parts]) for k in self.outputs}
         if self.reduce == "peak":
             around = out.pop("around")  # [N, 3, 3]
