@@ -9,12 +9,18 @@ from vidcorr.apps.serving import FORBIDDEN_OPS, ServingModel, export_serving
 from vidcorr.errors import UserError
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.readout.matching import Matcher
+from vidcorr.readout.options import MatchOptions
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIZES = [(32, 48), (40, 70), (57, 33)]  # padded inside the graph to multiples of 32
 
 
 LEVELS = 2  # the match's pyramid in the test exports: a smaller graph, converted faster
+# The test exports' refinement: every stage and both scales, with 4 SOR sweeps where the
+# default repeats them 48 times (3 rounds x 4 iterations x 4): the ONNX converter takes
+# a few minutes over the default's unrolled sweeps (the refinement's sweeps are tested in
+# tests/readout/test_refinement.py).
+OPTIONS = MatchOptions(refine_rounds=1, refine_iterations=2, refine_sweeps=2)
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +31,8 @@ def exported(random_kernel_checkpoint, tmp_path_factory):
         formats = ("saved_model", "onnx")
     except ImportError:
         formats = ("saved_model",)
-    export_serving(random_kernel_checkpoint, out, formats=formats, max_levels=LEVELS,
-                   log=lambda m: None)
+    export_serving(random_kernel_checkpoint, out, formats=formats, options=OPTIONS,
+                   max_levels=LEVELS, log=lambda m: None)
     return random_kernel_checkpoint, out
 
 
@@ -37,7 +43,7 @@ def _library(checkpoint):
 
 def _matched(checkpoint, a, b):
     """The library's dense matches of each pair: position [B, H, W, 2, 2], confidence, valid."""
-    matcher = Matcher(checkpoint, max_seconds=0)
+    matcher = Matcher(checkpoint, OPTIONS, max_seconds=0)
     out = {"position": [], "confidence": [], "valid": []}
     for x, y in zip(a, b):
         m = matcher.match(x, y, stride=1)
@@ -160,15 +166,15 @@ def test_the_serving_example_runs_without_vidcorr(exported, runtime, tmp_path):
         cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "median flow t -> t+2" in proc.stdout
-    # the .flo vidcorr-correspond writes at stride 1 (the export's levels: the sample pair's)
+    # the .flo vidcorr-correspond writes at stride 1 (the export's levels and refinement:
+    # correspond_pairs, what the command runs, with the options the export was made with)
+    from vidcorr.apps.correspond import correspond_pairs, list_pairs
     from vidcorr.io.flowio import read_flo
-    correspond = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "scripts", "correspond.py"),
-         os.path.join(ROOT, "examples", "cockatoo_262.png"),
-         os.path.join(ROOT, "examples", "cockatoo_264.png"), "--checkpoint", checkpoint,
-         "--stride", "1", "--levels", str(LEVELS), "--out", str(tmp_path / "lib")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
-    assert correspond.returncode == 0, correspond.stderr[-2000:]
+    pairs = list_pairs([os.path.join(ROOT, "examples", "cockatoo_26%d.png" % i) for i in (2, 4)])
+    matcher = Matcher(checkpoint, OPTIONS, levels=LEVELS)
+    results = correspond_pairs(pairs, str(tmp_path / "lib"), matcher, stride=1, progress=False)
+    matcher.close()
+    assert [(r.name, r.error) for r in results] == [("cockatoo_262__cockatoo_264", None)]
     lib = read_flo(os.path.join(str(tmp_path / "lib"), "cockatoo_262__cockatoo_264.flo"))
     example = read_flo(str(tmp_path / "example.flo"))
     both = np.isfinite(lib[..., 0]) & np.isfinite(example[..., 0])
@@ -212,7 +218,8 @@ def test_a_full_disk_is_one_line_and_leaves_no_folders(exported, tmp_path, monke
         raise tf.errors.ResourceExhaustedError(None, None, TF2_FULL_DISK)
     monkeypatch.setattr(serving, "_write_saved_model", full)
     with pytest.raises(UserError) as err:
-        export_serving(checkpoint, str(fresh), max_levels=1, log=lambda m: None)
+        export_serving(checkpoint, str(fresh), options=OPTIONS, max_levels=1,
+                       log=lambda m: None)
     assert str(err.value) == "cannot write %s: No space left on device" % fresh
     assert not (tmp_path / "new").exists()  # no empty parents left
     # the swap that keeps an earlier export: tests/io/test_files.py (replace_folder)
@@ -256,8 +263,8 @@ def test_the_packaged_model_served_recovers_a_known_motion(tmp_path):
     from vidcorr.training.synthetic import moving_triplet
 
     out = str(tmp_path / "served")
-    export_serving(DEFAULT_MODEL, out, formats=("saved_model",), max_levels=LEVELS,
-                   log=lambda m: None)
+    export_serving(DEFAULT_MODEL, out, formats=("saved_model",), options=OPTIONS,
+                   max_levels=LEVELS, log=lambda m: None)
     frames, (vy, vx) = moving_triplet(np.random.RandomState(5), 64, 96, velocity=(0.8, -1.3))
     model = ServingModel(out)
     got = model.match(frames[None, 0], frames[None, 2])
