@@ -222,8 +222,10 @@ def _halve(x):
 
 def _coarse_correction(image1, image3, base, u, settings, anchor, unroll):
     """The change of ``u`` [2, B, h, w] that refining it on the images at half their size
-    (and coarser, ``settings.scales`` in all) makes, brought back to the fine grid: a coarse pixel
-    ``j`` is the fine pixels ``2j, 2j + 1``, at fine ``x = 2 x_c + 0.5``."""
+    (and coarser, ``settings.scales`` in all) makes, brought back to the fine grid.
+
+    A coarse pixel ``j`` is the fine pixels ``2j, 2j + 1``, at fine ``x = 2 x_c + 0.5``.
+    """
     flow = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
     coarse_u = tf.transpose(_halve(flow) / 2.0, [3, 0, 1, 2])  # [2, B, h/2, w/2]
     refined = _refine(_halve(image1), _halve(image3), (_halve(base) - 0.5) / 2.0, coarse_u,

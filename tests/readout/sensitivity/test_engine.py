@@ -79,5 +79,11 @@ def test_graphs_it_cannot_run_are_errors():
             PixelBackward(_network(x, elu=True), x, "transpose")
         with pytest.raises(UnsupportedGraph, match="does not depend"):
             PixelBackward(tf.ones([1, H, W, 3]) * 2.0, x, "pfor")
+        with pytest.raises(UnsupportedGraph, match="does not depend"):  # as tf.gradients sees it
+            PixelBackward(tf.stop_gradient(_network(x)) * 2.0, x, "loop")
+        before = len(tf.get_default_graph().get_operations())
+        PixelBackward(_network(x) * 2.0, x, "pfor")  # the check builds no gradient ops
+        assert not [op.name for op in tf.get_default_graph().get_operations()[before:]
+                    if "gradients" in op.name]
         with pytest.raises(ValueError, match="backward must be one of"):
             PixelBackward(_network(x), x, "jacobian")

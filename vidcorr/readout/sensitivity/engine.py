@@ -23,6 +23,7 @@ speed-up or a fix of either reaches both:
 from vidcorr.compat import tf
 from vidcorr.errors import first_line
 from vidcorr.readout.sensitivity.backward import BatchedVJP, UnsupportedGraph
+from vidcorr.readout.sensitivity.transpose import NOT_DIFFERENTIABLE
 
 __all__ = ["BACKWARDS", "PixelBackward", "chunk_loop"]
 
@@ -64,7 +65,7 @@ class PixelBackward(object):
             except UnsupportedGraph:
                 if backward == "transpose":
                     raise
-        if self._transposed is None and tf.gradients(y, x)[0] is None:
+        if self._transposed is None and not _depends(y, x):
             raise UnsupportedGraph("%s does not depend on %s" % (y.name, x.name))
         self.method = ("transpose" if self._transposed is not None else
                        "loop" if backward == "loop" else "pfor")
@@ -103,6 +104,24 @@ class PixelBackward(object):
                     raise UnsupportedGraph(first_line(err))
                 self.method = "loop"
         return tf.map_fn(one, cotangents)  # [K, H, W, C], one pixel per iteration
+
+
+def _depends(y, x):
+    """Whether a differentiable path of floating tensors leads from ``x`` to ``y``.
+
+    The walk ``tf.gradients`` makes, without building the gradient graph it would leave
+    behind unused.
+    """
+    seen, stack = set(), [y]
+    while stack:
+        t = stack.pop()
+        if t.name == x.name:
+            return True
+        if t.name in seen or not t.dtype.is_floating or t.op.type in NOT_DIFFERENTIABLE:
+            continue
+        seen.add(t.name)
+        stack.extend(t.op.inputs)
+    return False
 
 
 def chunk_loop(pixels, chunk, body, dtypes):

@@ -324,7 +324,9 @@ class SensitivityGraph(FoldedGraph):
         count = tf.shape(self.pixels)[0]
         devices = self.devices or [None]
         # Each replica gets a contiguous part, a whole number of chunks (the padding
-        # pixels are pixel 0, dropped from the results).
+        # pixels are pixel 0, dropped from the results). chunk_loop would pad a part of
+        # ceil(count / replicas) itself to the same number of chunks (ceil(ceil(n/r)/k) is
+        # ceil(n/(r k))); whole parts also keep one device's chunks, so the sums agree.
         per = (count + len(devices) * self.chunk - 1) // (len(devices) * self.chunk) * self.chunk
         padded_pixels = tf.pad(self.pixels, [[0, per * len(devices) - count]])
         parts = []
