@@ -9,7 +9,7 @@ Each variant adapts the packaged model (or --model) to the clip with ``vidcorr.a
 under --out-dir; one markdown row per variant: the held-back PSNR before and after, the
 best step, the seconds, and (one clip) the forward-backward disagreement of the matches
 on the clip's held-back end, in pixels (the source model's first). A variant is ``key=value`` pairs of
-:class:`vidcorr.apps.adapt.AdaptSettings` (``lr`` is ``learning_rate``; ``crop=64x128``).
+:class:`vidcorr.apps.adapt.AdaptSettings` (``lr`` is ``learning_rate``; ``crop=64x128``; ``decay=0``).
 """
 
 import argparse
@@ -32,8 +32,10 @@ def settings_of(text, steps, seed):
         key = {"lr": "learning_rate"}.get(key, key)
         if key == "crop":
             value = tuple(int(v) for v in value.split("x"))
-        elif key in ("learning_rate", "val_fraction", "minutes", "layered_fraction"):
+        elif key in ("learning_rate", "val_fraction", "minutes", "layered_fraction", "anchor"):
             value = float(value)
+        elif key == "decay":
+            value = value.lower() in ("1", "true", "yes")
         elif key in ("steps", "max_height", "batch_size", "validate_every", "seed"):
             value = int(value)
         fields[key] = value

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -50,7 +51,13 @@ def test_a_clip_with_motion_is_learned_and_the_model_loads_everywhere(trained_ti
         log=lines.append, progress=False)
     assert record["adapted"], record
     assert record["validation_psnr_after"] > record["validation_psnr_before"] + 0.1, record
-    assert any("source model on" in line for line in lines)
+    source_line = [line for line in lines if "source model on" in line][0]
+    n, whole = re.search(r"on (\d+) held-back triplets: ([\d.]+) dB", source_line).groups()
+    # half the triplets choose the step, the other half report: an even count's mean of both
+    assert int(n) % 2 == 0 and record["test_psnr_before"] != record["validation_psnr_before"]
+    assert abs(0.5 * (record["test_psnr_before"] + record["validation_psnr_before"])
+               - float(whole)) < 0.006, (record, source_line)
+    assert record["test_psnr_after"] > record["test_psnr_before"], record
     with open(os.path.join(out, "card.json")) as f:
         card = json.load(f)
     assert card["adaptation"]["clips"] == [clip] and card["adaptation"]["recipe"]["tune"] == "all"
@@ -103,6 +110,7 @@ def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsy
             ([clip, "--minutes", "0"], "minutes must be above 0"),
             ([clip, "--learning-rate", "1"], "learning_rate must be above 0 and at most 0.01"),
             ([clip, "--crop", "16", "64"], "crop must be an integer from 32"),
+            ([clip, "--anchor", "0.7"], "anchor must be from 0 to 0.5"),
             ([clip, "--model", str(tmp_path / "none")], "checkpoint not found"),
             ([clip, "--steps", "2", "--crop", "64", "128"], "smaller than the crop"),
             ([clip, "--out", run], "is the source model; write the adapted one elsewhere"),
@@ -121,6 +129,10 @@ def test_settings_are_validated():
         AdaptSettings(val_fraction=0.7)
     with pytest.raises(UserError, match="steps must be an integer from 1"):
         AdaptSettings(steps=0)
+    with pytest.raises(UserError, match="anchor must be from 0 to 0.5"):
+        AdaptSettings(anchor=-0.1)
+    with pytest.raises(UserError, match="decay must be True or False"):
+        AdaptSettings(decay="yes")
     assert AdaptSettings(crop=[64, 128]).crop == (64, 128)
 
 

@@ -1,9 +1,19 @@
-"""The adaptation's loop (vidcorr.training.adapting): the deadline and the best weights."""
+"""The adaptation's loop (vidcorr.training.adapting): the deadline, the best weights, the
+learning rate's decay over the time budget and the pull towards the source weights."""
 
+import math
+import os
 import time
 
+import numpy as np
+
+from vidcorr.compat import tf
+from vidcorr.model.config import load_config
 from vidcorr.training import hooks
-from vidcorr.training.adapting import BestHook, DeadlineHook
+from vidcorr.training.adapting import AdaptTrainer, BestHook, DeadlineHook, budget_decay
+from vidcorr.training.trainer import train
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 class _Trainer(object):
@@ -39,3 +49,48 @@ def test_validation_every_n_steps_is_handed_to_consider():
     for step in range(1, 12):
         hook.after_step(trainer, _step(step - 1, step))
     assert trainer.considered == [(5, 30.0), (10, 31.0)]
+
+
+def test_the_budget_decay_is_a_cosine_of_the_elapsed_share():
+    now = time.time()
+    with tf.Graph().as_default(), tf.Session() as sess:
+        for start, deadline, share in [(now - 50, now + 50, 0.5), (now - 30, now + 90, 0.25),
+                                       (now, now + 1e6, 0.0), (now - 90, now - 10, 1.0)]:
+            expected = 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * share))
+            got = sess.run(budget_decay(start, deadline, 0.05))
+            assert abs(got - expected) < 0.02, (share, got, expected)  # a second of drift
+
+
+def _adapt_one_step(tmp_path, source, anchor):
+    """One adaptation step from ``source``: (tuned names, values before, values after)."""
+    config = load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
+        model={"width": 0.125}, data={"crop_width": 32, "val_triplets": 8},
+        train={"run_dir": str(tmp_path / ("anchor%g" % anchor)), "init_from": source,
+               "steps": 1, "lr_schedule": "constant", "learning_rate": 0.01,
+               "validate_every": 10 ** 6, "checkpoint_every": 10 ** 6})
+    trainer = AdaptTrainer(config, progress=False, log=lambda m: None, anchor=anchor).setup()
+    try:
+        tuned = [v for _, v in trainer.grads_and_vars]
+        before = trainer.sess.run(tuned)
+        trainer.sess.run(trainer.train_op)
+        return [v.op.name for v in tuned], before, trainer.sess.run(tuned)
+    finally:
+        trainer.close()
+
+
+def test_the_anchor_pulls_each_tuned_weight_back_towards_its_source_value(tmp_path):
+    """After a step, a weight is ``(1 - a) w' + a w_source``, ``w'`` the step without the
+    pull (the same data and seed), for a = 0.25; a = 0 is the plain step."""
+    source = load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
+        model={"width": 0.125}, data={"crop_width": 32, "val_triplets": 8},
+        train={"run_dir": str(tmp_path / "source"), "steps": 2, "validate_every": 10 ** 6})
+    train(source, progress=False, log=lambda m: None)
+    names, w0, plain = _adapt_one_step(tmp_path, source.train.run_dir, 0.0)
+    names_a, w0_a, pulled = _adapt_one_step(tmp_path, source.train.run_dir, 0.25)
+    assert names == names_a and len(names) > 10
+    moved = 0
+    for name, a, b, c, d in zip(names, w0, w0_a, plain, pulled):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(d, 0.75 * c + 0.25 * a, rtol=1e-4, atol=1e-6, err_msg=name)
+        moved += np.abs(c - a).max() > 1e-4
+    assert moved > len(names) // 2  # the step did change the weights

@@ -8,11 +8,15 @@ layered-motion share, the crop and frame size), starting from its weights:
 * **The clips' own held-back triplets judge it.** The data's time split keeps the last
   ``val_fraction`` of every clip out of training; the interpolation PSNR there is measured
   before the first step, every ``validate_every`` steps and at the end, and the best
-  weights are kept (in memory, with the batch-norm statistics).
+  weights are kept (in memory, with the batch-norm statistics). Half of those triplets
+  choose the best; the other half's PSNR is reported beside it (``test_psnr_*``), free of
+  the choice's optimism.
 * **Never worse.** If no validation beats the source model by ``MIN_GAIN_DB``, the folder
   gets the source model's weights and config unchanged, and the card and the log say so.
 * **A budget**: ``minutes`` from the start, reading the clips and building the graph
-  included (a constant learning rate), or ``steps`` (cosine);
+  included (the learning rate decays over it with the clock), or ``steps`` (cosine);
+* **A pull towards the source weights** against forgetting (``anchor``,
+  :class:`vidcorr.training.adapting.AdaptTrainer`);
   Ctrl-C or SIGTERM ends the training after the current step and keeps the best so far.
 * **Out**: a model folder like ``vidcorr-export``'s (every command takes it: ``--checkpoint``,
   ``Matcher(path)``, ``vidcorr-export``), written atomically, whose card records the source
@@ -23,6 +27,7 @@ removed at the end, or by the next adaptation into that folder if the process wa
 """
 
 import dataclasses
+import math
 import os
 import shutil
 import time
@@ -38,6 +43,8 @@ __all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "MIN_GAIN_DB", "DEFAULT
 
 DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
 DEFAULT_LEARNING_RATE = 3e-4  # the study's best without forgetting (docs/adaptation.md)
+DEFAULT_DECAY = True
+DEFAULT_ANCHOR = 0.0
 DEFAULT_VALIDATE_EVERY = 25
 MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
 SCRATCH_PREFIX = ".adapt-"
@@ -51,7 +58,11 @@ class AdaptSettings:
     Attributes:
       minutes: the training time budget (ignored when ``steps`` is given).
       steps: a fixed number of steps instead (cosine learning rate); None: ``minutes``.
-      learning_rate: Adam's (constant under a time budget).
+      learning_rate: Adam's, at the start.
+      decay: under a time budget, decay the learning rate with the clock (a cosine to
+        the recipe's ``min_lr_ratio`` at the deadline); False: constant.
+      anchor: after each step every tuned weight moves this share of the way back to its
+        source value (0: none, up to 0.5), against forgetting.
       tune: the layers to change: ``"all"``, ``"decoder"`` or ``"head"``.
       crop: ``(height, width)`` of the training crops; None: the recipe's.
       max_height: frames are downscaled to at most this many rows; None: the recipe's.
@@ -65,6 +76,8 @@ class AdaptSettings:
     minutes: float = DEFAULT_MINUTES
     steps: Optional[int] = None
     learning_rate: float = DEFAULT_LEARNING_RATE
+    decay: bool = DEFAULT_DECAY
+    anchor: float = DEFAULT_ANCHOR
     tune: str = "all"
     crop: Optional[Tuple[int, int]] = None
     max_height: Optional[int] = None
@@ -88,6 +101,11 @@ class AdaptSettings:
         if not (isinstance(self.learning_rate, float) and 0 < self.learning_rate <= 1e-2):
             raise UserError("learning_rate must be above 0 and at most 0.01, got %r"
                             % (self.learning_rate,))
+        if not isinstance(self.decay, bool):
+            raise UserError("decay must be True or False, got %r" % (self.decay,))
+        if isinstance(self.anchor, bool) or not (isinstance(self.anchor, (int, float)) and
+                                                 0 <= self.anchor <= 0.5):
+            raise UserError("anchor must be from 0 to 0.5, got %r" % (self.anchor,))
         if self.tune not in TUNES:
             raise UserError("tune must be one of %s, got %r" % (", ".join(TUNES), self.tune))
         if self.crop is not None:
@@ -181,7 +199,9 @@ def adapt(sources, out, model=None, settings=None, log=print, progress=True):
         record, best = _train(config, settings, log, progress)
         record.update(source_model=portable(prefix), clips=sources, recipe={
             "learning_rate": settings.learning_rate, "tune": settings.tune,
-            "schedule": config.train.lr_schedule, "batch_size": config.train.batch_size,
+            "schedule": ("cosine over the time budget" if settings.steps is None and
+                         settings.decay else config.train.lr_schedule),
+            "anchor": settings.anchor, "batch_size": config.train.batch_size,
             "crop": [config.data.crop_height, config.data.crop_width],
             "max_height": config.data.max_height, "loss": config.train.loss,
             "census_weight": config.train.census_weight,
@@ -219,9 +239,17 @@ def adapt_to_footage(source, out_dir, model, minutes, log=print, progress=True):
 def _summary(record):
     before, after = record["validation_psnr_before"], record["validation_psnr_after"]
     if record["adapted"]:
-        return ("adapted in %d steps (%.0f s): held-back PSNR %.2f -> %.2f dB (%+.2f dB)"
-                % (record["best_step"], record["seconds"], before, after, after - before))
+        test = ("" if record["test_psnr_before"] is None else
+                "; the other half, not used to choose: %.2f -> %.2f dB (%+.2f dB)"
+                % (record["test_psnr_before"], record["test_psnr_after"],
+                   record["test_psnr_after"] - record["test_psnr_before"]))
+        return ("adapted in %d steps (%.0f s): held-back PSNR %.2f -> %.2f dB (%+.2f dB)%s"
+                % (record["best_step"], record["seconds"], before, after, after - before, test))
     return "not adapted: %s; the source model's weights are written unchanged" % record["reason"]
+
+
+def _rounded(value):
+    return None if value is None or not math.isfinite(value) else round(value, 3)
 
 
 def _train(config, settings, log, progress):
@@ -230,7 +258,8 @@ def _train(config, settings, log, progress):
 
     start = time.time()  # the budget counts the loading and building too
     trainer = AdaptTrainer(config, start + 60.0 * settings.minutes if settings.steps is None
-                           else None, log=log, progress=progress)
+                           else None, log=log, progress=progress, start=start,
+                           decay=settings.decay, anchor=settings.anchor)
     try:
         trainer.setup()
         before = trainer.validate()
@@ -240,9 +269,11 @@ def _train(config, settings, log, progress):
         results = trainer.train()
         trainer.consider(results, trainer.step)
         seconds = time.time() - start
-        gain = trainer.best_psnr - before["val_psnr"]
-        record = {"validation_psnr_before": round(before["val_psnr"], 3),
+        gain = trainer.best_psnr - before["select_psnr"]
+        record = {"validation_psnr_before": round(before["select_psnr"], 3),
                   "validation_psnr_after": round(trainer.best_psnr, 3),
+                  "test_psnr_before": _rounded(before["test_psnr"]),
+                  "test_psnr_after": _rounded(trainer.best_test_psnr),
                   "frame_average_psnr": round(before["baseline_psnr"], 3),
                   "val_triplets": int(len(trainer.val_inputs)), "steps": int(trainer.step),
                   "best_step": int(trainer.best_step), "seconds": round(seconds, 1),
@@ -251,8 +282,9 @@ def _train(config, settings, log, progress):
         if gain < MIN_GAIN_DB:
             record["reason"] = ("no validation beat the source model's %.2f dB on the held-back "
                                 "triplets by %g dB (best %.2f dB)"
-                                % (before["val_psnr"], MIN_GAIN_DB, trainer.best_psnr))
+                                % (before["select_psnr"], MIN_GAIN_DB, trainer.best_psnr))
             record["validation_psnr_after"] = record["validation_psnr_before"]
+            record["test_psnr_after"] = record["test_psnr_before"]
             return record, None
         return record, trainer.save_best()
     except BaseException:

@@ -394,7 +394,8 @@ def adapt_main(argv=None):
     by the interpolation PSNR on the end of each clip, held back; keeps the best weights,
     and writes the source model unchanged if adaptation does not beat it. Ctrl-C ends the
     training and keeps the best so far."""
-    from vidcorr.apps.adapt import DEFAULT_LEARNING_RATE, DEFAULT_MINUTES, DEFAULT_VALIDATE_EVERY
+    from vidcorr.apps.adapt import (DEFAULT_ANCHOR, DEFAULT_LEARNING_RATE, DEFAULT_MINUTES,
+                                    DEFAULT_VALIDATE_EVERY)
     parser = argparse.ArgumentParser(description=inspect.cleandoc(adapt_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", help="video files or frame folders")
@@ -405,6 +406,11 @@ def adapt_main(argv=None):
     parser.add_argument("--steps", type=int, help="a number of steps instead of --minutes")
     parser.add_argument("--learning-rate", type=float, default=DEFAULT_LEARNING_RATE,
                         help="Adam's learning rate (default %(default)s)")
+    parser.add_argument("--constant-lr", action="store_true",
+                        help="keep the learning rate constant over --minutes (default: decay)")
+    parser.add_argument("--anchor", type=float, default=DEFAULT_ANCHOR,
+                        help="pull towards the source weights after each step, 0 to 0.5 "
+                             "(default %(default)s)")
     parser.add_argument("--tune", default="all", help="the layers to change: all, decoder or "
                                                        "head (default %(default)s)")
     parser.add_argument("--crop", type=int, nargs=2, metavar=("H", "W"),
@@ -430,7 +436,7 @@ def _adapt(args):
     def work():
         settings = AdaptSettings(
             minutes=args.minutes, steps=args.steps, learning_rate=args.learning_rate,
-            tune=args.tune, crop=args.crop, max_height=args.max_height,
+            decay=not args.constant_lr, anchor=args.anchor, tune=args.tune, crop=args.crop, max_height=args.max_height,
             batch_size=args.batch_size, validate_every=args.validate_every, seed=args.seed)
         return adapt(args.sources, args.out, args.model, settings,
                      log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)

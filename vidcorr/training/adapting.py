@@ -4,18 +4,36 @@
 (:mod:`vidcorr.training.hooks`): a progress bar, a :class:`DeadlineHook` that ends the
 loop when the time budget is spent, and a :class:`BestHook` that validates on the
 held-back triplets every ``train.validate_every`` steps and keeps the best weights in
-memory (every network variable, the batch-norm statistics too). ``vidcorr-adapt``
+memory (every network variable, the batch-norm statistics too), chosen on one half of the
+held-back triplets and reported on the other too. ``vidcorr-adapt``
 (:mod:`vidcorr.apps.adapt`) writes the best ones, or none when they do not beat the source.
+
+Two more things a short fine-tune needs:
+
+* **A learning rate that decays over the time budget**: under a deadline the learning rate
+  is the recipe's times a cosine of the budget's elapsed share, from 1 at ``start`` down to
+  ``train.min_lr_ratio`` at the deadline. The graph reads the clock itself
+  (``tf.timestamp``), so every step has the rate of its own moment, whatever the steps cost.
+* **A pull towards the source weights** against forgetting (``anchor``): after each step
+  every tuned weight moves ``anchor`` (times the learning rate's decay) of the way back to
+  its source value, ``w <- w - anchor * (lr / lr_0) * (w - w_source)``: the decoupled form
+  of the L2-SP penalty (Li, Grandvalet, Davoine, ICML 2018), as AdamW decouples weight
+  decay from Adam's scaling.
 """
 
+import math
 import os
 import time
 
+import numpy as np
+
 from vidcorr.compat import tf
+from vidcorr.io import rundir
+from vidcorr.model.losses import psnr_numpy
 from vidcorr.training import hooks
 from vidcorr.training.trainer import Trainer
 
-__all__ = ["AdaptTrainer", "DeadlineHook", "BestHook"]
+__all__ = ["AdaptTrainer", "DeadlineHook", "BestHook", "budget_decay"]
 
 BEST_NAME = "best.ckpt"
 
@@ -43,25 +61,75 @@ class BestHook(hooks.Hook):
             trainer.consider(trainer.report_validation(), result.step)
 
 
+def budget_decay(start, deadline, min_ratio):
+    """The cosine decay over a time budget, read from the clock when the graph runs.
+
+    Args:
+      start: when the budget began (``time.time()`` seconds).
+      deadline: when it ends (after ``start``).
+      min_ratio: the factor at and after the deadline.
+
+    Returns:
+      A float32 scalar tensor: ``min_ratio + (1 - min_ratio) * (1 + cos(pi f)) / 2``, ``f``
+      the elapsed share of the budget clipped to [0, 1].
+    """
+    elapsed = (tf.timestamp() - start) / max(deadline - start, 1e-3)  # float64: epoch seconds
+    share = tf.cast(tf.clip_by_value(elapsed, 0.0, 1.0), tf.float32)
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + tf.cos(math.pi * share))
+
+
 class AdaptTrainer(Trainer):
     """A trainer that keeps its best weights by the held-back PSNR.
 
     Args:
       config: the adaptation's :class:`vidcorr.model.config.Config`.
       deadline: when the time budget ends (``time.time()`` seconds), or None
-        (``train.steps`` alone ends the loop).
+        (``train.steps`` alone ends the loop, with the recipe's schedule).
       log: callable taking a message line.
       progress: show a progress bar.
+      start: when the time budget began (default: now); the learning rate decays from it
+        to the deadline (:func:`budget_decay`) unless ``decay`` is False.
+      decay: decay the learning rate over the time budget (else constant).
+      anchor: the share of the way back to the source weights (``train.init_from``) each
+        tuned weight moves after a step, 0 (none) to 1 (it never moves).
 
     Attributes:
-      best_psnr: the best held-back PSNR seen (dB); ``best_step`` its step;
-        ``best_values`` its network variables' values (None until :meth:`consider`).
+      best_psnr: the best PSNR seen on the selecting half of the held-back triplets (dB);
+        ``best_step`` its step; ``best_test_psnr`` the other half's then; ``best_values``
+        its network variables' values (None until :meth:`consider`).
     """
 
-    def __init__(self, config, deadline=None, log=None, progress=True):
+    def __init__(self, config, deadline=None, log=None, progress=True, start=None, decay=True,
+                 anchor=0.0):
         super(AdaptTrainer, self).__init__(config, log=log, progress=progress)
-        self.deadline = deadline
+        self.deadline, self.decay, self.anchor = deadline, decay, float(anchor)
+        self.start = time.time() if start is None else start
         self.best_psnr, self.best_step, self.best_values = float("-inf"), 0, None
+        self.best_test_psnr = self._last_prediction = None
+
+    def _optimizer(self, optimizer):
+        """Adam at the rate decayed over the time budget (the one given is dropped)."""
+        self.base_lr = self.lr  # [] the recipe's schedule (constant under a budget)
+        if self.deadline is not None and self.decay:
+            self.lr = self.lr * budget_decay(self.start, self.deadline,
+                                             self.config.train.min_lr_ratio)
+            optimizer = tf.train.AdamOptimizer(self.lr)
+        return super(AdaptTrainer, self)._optimizer(optimizer)
+
+    def _build(self, start_step):
+        super(AdaptTrainer, self)._build(start_step)
+        if self.anchor > 0:
+            self.train_op = self._pulled(self.train_op)
+
+    def _pulled(self, train_op):
+        """``train_op`` followed by the pull of every tuned weight towards its source value."""
+        prefix = rundir.find_checkpoint(self.config.train.init_from)
+        tuned = [v for _, v in self.grads_and_vars]
+        share = self.anchor * self.lr / self.base_lr  # [] decays with the learning rate
+        with tf.control_dependencies([train_op]):
+            pulls = [v.assign_sub(share * (v - tf.train.load_variable(prefix, v.op.name)))
+                     for v in tuned]
+        return tf.group(*pulls, name="pulled_train_op")
 
     def hooks(self):
         total = None if self.deadline is not None else self.config.train.steps
@@ -76,10 +144,27 @@ class AdaptTrainer(Trainer):
         step's, so the last step is not saved."""
         return None
 
+    def predict(self, inputs, quantize=None):
+        """The trainer's prediction, kept for :meth:`validate`'s halves."""
+        out = super(AdaptTrainer, self).predict(inputs, quantize)
+        self._last_prediction = out  # validate's, for the halves' PSNR
+        return out
+
+    def validate(self, quantize=None):
+        """The trainer's validation, and the PSNR of each half of the held-back triplets:
+        the even ones (``select_psnr``) choose the best step, the odd ones (``test_psnr``,
+        NaN for fewer than two triplets) report it without having chosen it."""
+        result = super(AdaptTrainer, self).validate(quantize)
+        each = psnr_numpy(self._last_prediction, self.val_targets)  # [N]
+        result["select_psnr"] = float(np.mean(each[0::2]))
+        result["test_psnr"] = float(np.mean(each[1::2])) if len(each) > 1 else float("nan")
+        return result
+
     def consider(self, result, step):
-        """Keeps the current weights if ``result["val_psnr"]`` beats the best so far."""
-        if result["val_psnr"] > self.best_psnr:
-            self.best_psnr, self.best_step = float(result["val_psnr"]), int(step)
+        """Keeps the current weights if ``result["select_psnr"]`` beats the best so far."""
+        if result["select_psnr"] > self.best_psnr:
+            self.best_psnr, self.best_step = float(result["select_psnr"]), int(step)
+            self.best_test_psnr = result["test_psnr"]
             self.best_values = self.sess.run(self.network_variables)
 
     def save_best(self):
