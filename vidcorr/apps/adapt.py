@@ -14,7 +14,8 @@ layered-motion share, the crop and frame size), starting from its weights:
 * **Never worse.** If no validation beats the source model by ``MIN_GAIN_DB``, the folder
   gets the source model's weights and config unchanged, and the card and the log say so.
 * **A budget**: ``minutes`` from the start, reading the clips and building the graph
-  included (the learning rate decays over it with the clock), or ``steps`` (cosine);
+  included (a constant learning rate, or one that decays with the clock), or ``steps``
+  (cosine);
 * **A pull towards the source weights** against forgetting (``anchor``,
   :class:`vidcorr.training.adapting.AdaptTrainer`);
   Ctrl-C or SIGTERM ends the training after the current step and keeps the best so far.
@@ -43,7 +44,7 @@ __all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "MIN_GAIN_DB", "DEFAULT
 
 DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
 DEFAULT_LEARNING_RATE = 3e-4  # the study's best without forgetting (docs/adaptation.md)
-DEFAULT_DECAY = True
+DEFAULT_DECAY = False  # constant: more gain within the forgetting bound (docs/adaptation.md)
 DEFAULT_ANCHOR = 0.0
 DEFAULT_VALIDATE_EVERY = 25
 MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
@@ -60,7 +61,7 @@ class AdaptSettings:
       steps: a fixed number of steps instead (cosine learning rate); None: ``minutes``.
       learning_rate: Adam's, at the start.
       decay: under a time budget, decay the learning rate with the clock (a cosine to
-        the recipe's ``min_lr_ratio`` at the deadline); False: constant.
+        the recipe's ``min_lr_ratio`` at the deadline); False (the default): constant.
       anchor: after each step every tuned weight moves this share of the way back to its
         source value (0: none, up to 0.5), against forgetting.
       tune: the layers to change: ``"all"``, ``"decoder"`` or ``"head"``.

@@ -406,8 +406,9 @@ def adapt_main(argv=None):
     parser.add_argument("--steps", type=int, help="a number of steps instead of --minutes")
     parser.add_argument("--learning-rate", type=float, default=DEFAULT_LEARNING_RATE,
                         help="Adam's learning rate (default %(default)s)")
-    parser.add_argument("--constant-lr", action="store_true",
-                        help="keep the learning rate constant over --minutes (default: decay)")
+    parser.add_argument("--decay", action="store_true",
+                        help="decay the learning rate with the clock over --minutes (default: "
+                             "constant)")
     parser.add_argument("--anchor", type=float, default=DEFAULT_ANCHOR,
                         help="pull towards the source weights after each step, 0 to 0.5 "
                              "(default %(default)s)")
@@ -436,7 +437,7 @@ def _adapt(args):
     def work():
         settings = AdaptSettings(
             minutes=args.minutes, steps=args.steps, learning_rate=args.learning_rate,
-            decay=not args.constant_lr, anchor=args.anchor, tune=args.tune, crop=args.crop, max_height=args.max_height,
+            decay=args.decay, anchor=args.anchor, tune=args.tune, crop=args.crop, max_height=args.max_height,
             batch_size=args.batch_size, validate_every=args.validate_every, seed=args.seed)
         return adapt(args.sources, args.out, args.model, settings,
                      log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)
