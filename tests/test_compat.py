@@ -42,6 +42,8 @@ def test_placement_on_a_machine_without_a_gpu():
     config = session_config(threads=1, cpu_devices=2)
     assert config.intra_op_parallelism_threads == 1 and config.allow_soft_placement
     assert config.device_count["CPU"] == 2
+    assert not config.graph_options.rewrite_options.disable_meta_optimizer
+    assert session_config(graph_rewrites=False).graph_options.rewrite_options.disable_meta_optimizer
     graph = tf.Graph()
     with graph.as_default(), tf.device(devices[1]):
         x = tf.constant(np.arange(3.0)) * 2.0

@@ -133,12 +133,14 @@ def tower_devices(count):
     return ["/device:%s:%d" % (kind, i) for i in range(count)]
 
 
-def session_config(threads=None, cpu_devices=None):
+def session_config(threads=None, cpu_devices=None, graph_rewrites=True):
     """A ``tf.ConfigProto`` with soft placement and GPU memory growth.
 
     Args:
       threads: optional number of intra-op threads (``None`` lets TF decide).
       cpu_devices: optional number of (virtual) CPU devices, for CPU towers.
+      graph_rewrites: False turns Grappler's graph rewrites off (its meta optimizer), for a
+        large graph whose rewrites cost more on its first run than they save.
 
     Returns:
       A ``tf.ConfigProto``.
@@ -150,4 +152,6 @@ def session_config(threads=None, cpu_devices=None):
     if threads:
         config.intra_op_parallelism_threads = int(threads)
         config.inter_op_parallelism_threads = max(1, min(2, int(threads)))
+    if not graph_rewrites:
+        config.graph_options.rewrite_options.disable_meta_optimizer = True
     return config

@@ -23,7 +23,7 @@ import numpy as np
 from vidcorr.io import rundir
 from vidcorr.io.rundir import (checkpoint_values,  # noqa: F401  (re-exported: their old home)
                                spec_from_checkpoint)
-from vidcorr.compat import default_device, session_config, tf
+from vidcorr.compat import default_device, gpu_available, session_config, tf
 from vidcorr.errors import UserError
 from vidcorr.model.network import BN_EPSILON, mind
 from vidcorr.model.spec import ALL_SKIPS, CHANNEL_AXIS, DEFAULT_NUM_BITS, MODEL_SCOPE, NetworkSpec, \
@@ -217,11 +217,16 @@ class FoldedGraph(object):
       device: TensorFlow device (default: GPU if any, else CPU).
       threads: intra-op threads (None: TensorFlow decides).
 
+    Attributes:
+      graph_rewrites: whether Grappler rewrites the graph on a CPU (a class attribute; on a
+        GPU it always does, for its layout optimizer); ``config``: the session's config.
+
     Raises:
       UserError: if ``weights`` do not fit the network.
     """
 
     cpu_devices = None  # subclasses spreading work over virtual CPU devices set this
+    graph_rewrites = True  # a subclass whose graph's rewrites cost more than they save: False
 
     def __init__(self, spec, height, width, weights, device=None, threads=None):
         self.height, self.width = int(height), int(width)
@@ -229,8 +234,9 @@ class FoldedGraph(object):
         self.sess = None
         with self.graph.as_default(), tf.device(device or default_device()):
             self._build(spec)
-            self.sess = tf.Session(graph=self.graph, config=session_config(
-                threads, cpu_devices=self.cpu_devices))
+            self.config = session_config(threads, cpu_devices=self.cpu_devices,
+                                         graph_rewrites=self.graph_rewrites or gpu_available())
+            self.sess = tf.Session(graph=self.graph, config=self.config)
             load_folded_weights(self.sess, weights)
         self.graph.finalize()
 

@@ -3,7 +3,7 @@
 import os
 import numpy as np
 import pytest
-from vidcorr.compat import tf
+from vidcorr.compat import gpu_available, tf
 from vidcorr.errors import UserError
 from vidcorr.readout.inference import find_model, fold_batch_norm
 from vidcorr.readout.kernel.graph import LevelGraph as _Level
@@ -26,6 +26,13 @@ def test_pyramid_with_the_kernel_readout_recovers_a_24_pixel_translation():
             matcher.match(frame_t, frame_t2, stride=4)  # cached: nothing new is built
             assert len(matcher.readout.graph_for(128, 256).graph.get_operations()) == ops
             assert len(matcher.readout._graphs) == 1  # one graph for the whole match
+            rewrites = matcher.readout.graph_for(128, 256).config.graph_options.rewrite_options
+            assert rewrites.disable_meta_optimizer == (not gpu_available())  # refining on a CPU
+            unrefined = Matcher(readout="kernel", refine="none")
+            unrefined.match(frame_t, frame_t2, stride=16)
+            assert not unrefined.readout.graph_for(128, 256).config.graph_options \
+                .rewrite_options.disable_meta_optimizer
+            unrefined.close()
         matcher.close()
         g = matches.grid
         inner = (g[:, 0] >= 16) & (g[:, 0] < 240) & (g[:, 1] >= 8) & (g[:, 1] < 120)

@@ -172,10 +172,20 @@ class MatchGraph(FoldedGraph):
       options: a :class:`vidcorr.readout.options.MatchOptions`.
       device: TensorFlow device (default: GPU if any, else CPU).
       threads: intra-op threads (None: TensorFlow decides).
+
+    On a CPU, Grappler's rewrites are off for a refining graph (``graph_rewrites`` None:
+    off when ``options.refine`` is not ``"none"``). At 288x384 they made the refined
+    match's first run 22.8 s against 14.0 s without them, and its later runs no faster
+    (2.14 against 2.06 s); the unrefined graph's later runs need them (1.51 against
+    2.07 s; ``benchmarks/bench_first_run.py``).
     """
+
+    graph_rewrites = None
 
     def __init__(self, spec, height, width, weights, options, device=None, threads=None):
         self.options = options
+        if self.graph_rewrites is None:
+            self.graph_rewrites = options.refine == "none"
         super(MatchGraph, self).__init__(spec, height, width,
                                          tempered(weights, options.temperature), device, threads)
 
