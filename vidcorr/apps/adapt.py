@@ -15,10 +15,10 @@ layered-motion share, the crop and frame size), starting from its weights:
   gets the source model's weights and config unchanged, and the card and the log say so.
 * **A budget**: ``minutes`` from the start, reading the clips and building the graph
   included (a constant learning rate, or one that decays with the clock), or ``steps``
-  (cosine);
+  (cosine); Ctrl-C or SIGTERM ends the training after the current step and keeps the best
+  so far.
 * **A pull towards the source weights** against forgetting (``anchor``,
-  :class:`vidcorr.training.adapting.AdaptTrainer`);
-  Ctrl-C or SIGTERM ends the training after the current step and keeps the best so far.
+  :class:`vidcorr.training.adapting.AdaptTrainer`).
 * **Out**: a model folder like ``vidcorr-export``'s (every command takes it: ``--checkpoint``,
   ``Matcher(path)``, ``vidcorr-export``), written atomically, whose card records the source
   model, the clips, the recipe, the steps and seconds, and the PSNR before and after.

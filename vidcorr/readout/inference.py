@@ -226,7 +226,7 @@ class FoldedGraph(object):
     """
 
     cpu_devices = None  # subclasses spreading work over virtual CPU devices set this
-    graph_rewrites = True  # a subclass whose graph's rewrites cost more than they save: False
+    graph_rewrites = True  # False where a graph's rewrites cost more than they save
 
     def __init__(self, spec, height, width, weights, device=None, threads=None):
         self.height, self.width = int(height), int(width)
