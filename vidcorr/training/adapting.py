@@ -123,12 +123,11 @@ class AdaptTrainer(Trainer):
 
     def _pulled(self, train_op):
         """``train_op`` followed by the pull of every tuned weight towards its source value."""
-        prefix = rundir.find_checkpoint(self.config.train.init_from)
+        source = tf.train.load_checkpoint(rundir.find_checkpoint(self.config.train.init_from))
         tuned = [v for _, v in self.grads_and_vars]
         share = self.anchor * self.lr / self.base_lr  # [] decays with the learning rate
         with tf.control_dependencies([train_op]):
-            pulls = [v.assign_sub(share * (v - tf.train.load_variable(prefix, v.op.name)))
-                     for v in tuned]
+            pulls = [v.assign_sub(share * (v - source.get_tensor(v.op.name))) for v in tuned]
         return tf.group(*pulls, name="pulled_train_op")
 
     def hooks(self):
