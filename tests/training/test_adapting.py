@@ -61,13 +61,17 @@ def test_the_budget_decay_is_a_cosine_of_the_elapsed_share():
             assert abs(got - expected) < 0.02, (share, got, expected)  # a second of drift
 
 
+def _tiny(**train):
+    """configs/tiny_test.json, narrower, with ``train`` fields."""
+    return load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
+        model={"width": 0.125}, data={"crop_width": 32, "val_triplets": 8}, train=train)
+
+
 def _adapt_one_step(tmp_path, source, anchor):
     """One adaptation step from ``source``: (tuned names, values before, values after)."""
-    config = load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
-        model={"width": 0.125}, data={"crop_width": 32, "val_triplets": 8},
-        train={"run_dir": str(tmp_path / ("anchor%g" % anchor)), "init_from": source,
-               "steps": 1, "lr_schedule": "constant", "learning_rate": 0.01,
-               "validate_every": 10 ** 6, "checkpoint_every": 10 ** 6})
+    config = _tiny(run_dir=str(tmp_path / ("anchor%g" % anchor)), init_from=source, steps=1,
+                   lr_schedule="constant", learning_rate=0.01, validate_every=10 ** 6,
+                   checkpoint_every=10 ** 6)
     trainer = AdaptTrainer(config, progress=False, log=lambda m: None, anchor=anchor).setup()
     try:
         tuned = [v for _, v in trainer.grads_and_vars]
@@ -81,9 +85,7 @@ def _adapt_one_step(tmp_path, source, anchor):
 def test_the_anchor_pulls_each_tuned_weight_back_towards_its_source_value(tmp_path):
     """After a step, a weight is ``(1 - a) w' + a w_source``, ``w'`` the step without the
     pull (the same data and seed), for a = 0.25; a = 0 is the plain step."""
-    source = load_config(os.path.join(ROOT, "configs", "tiny_test.json")).replace(
-        model={"width": 0.125}, data={"crop_width": 32, "val_triplets": 8},
-        train={"run_dir": str(tmp_path / "source"), "steps": 2, "validate_every": 10 ** 6})
+    source = _tiny(run_dir=str(tmp_path / "source"), steps=2, validate_every=10 ** 6)
     train(source, progress=False, log=lambda m: None)
     names, w0, plain = _adapt_one_step(tmp_path, source.train.run_dir, 0.0)
     names_a, w0_a, pulled = _adapt_one_step(tmp_path, source.train.run_dir, 0.25)
@@ -94,3 +96,18 @@ def test_the_anchor_pulls_each_tuned_weight_back_towards_its_source_value(tmp_pa
         np.testing.assert_allclose(d, 0.75 * c + 0.25 * a, rtol=1e-4, atol=1e-6, err_msg=name)
         moved += np.abs(c - a).max() > 1e-4
     assert moved > len(names) // 2  # the step did change the weights
+
+
+def test_the_trainer_runs_at_the_decayed_rate_and_without_decay_at_the_recipe_s(tmp_path):
+    """A budget that ended: Adam's rate is the recipe's times ``min_lr_ratio``; with
+    ``decay=False`` it is the recipe's."""
+    now = time.time()
+    for decay, expected in ((True, 0.01 * 0.05), (False, 0.01)):
+        config = _tiny(run_dir=str(tmp_path / str(decay)), steps=10 ** 6, lr_schedule="constant",
+                       learning_rate=0.01, min_lr_ratio=0.05)
+        trainer = AdaptTrainer(config, now - 1, progress=False, log=lambda m: None,
+                               start=now - 100, decay=decay).setup()
+        try:
+            assert abs(trainer.sess.run(trainer.lr) - expected) < 1e-9
+        finally:
+            trainer.close()

@@ -107,14 +107,13 @@ class AdaptTrainer(Trainer):
         self.best_psnr, self.best_step, self.best_values = float("-inf"), 0, None
         self.best_test_psnr = self._last_prediction = None
 
-    def _optimizer(self, optimizer):
-        """Adam at the rate decayed over the time budget (the one given is dropped)."""
-        self.base_lr = self.lr  # [] the recipe's schedule (constant under a budget)
-        if self.deadline is not None and self.decay:
-            self.lr = self.lr * budget_decay(self.start, self.deadline,
-                                             self.config.train.min_lr_ratio)
-            optimizer = tf.train.AdamOptimizer(self.lr)
-        return super(AdaptTrainer, self)._optimizer(optimizer)
+    def _learning_rate(self):
+        """The recipe's rate, decayed over the time budget (:func:`budget_decay`)."""
+        self.base_lr = super(AdaptTrainer, self)._learning_rate()  # [] constant under a budget
+        if self.deadline is None or not self.decay:
+            return self.base_lr
+        return self.base_lr * budget_decay(self.start, self.deadline,
+                                           self.config.train.min_lr_ratio)
 
     def _build(self, start_step):
         super(AdaptTrainer, self)._build(start_step)

@@ -157,6 +157,9 @@ class Trainer(object):
         """The device scope the graph is built in (distributed training overrides it)."""
         return contextlib.suppress()  # no scope
 
+    def _learning_rate(self):
+        return learning_rate(self.config.train, self.global_step)  # [] the schedule's
+
     def _optimizer(self, optimizer):
         """The optimizer as used (distributed training wraps it)."""
         return optimizer
@@ -189,9 +192,8 @@ class Trainer(object):
             rundir.restore_all(self.saver, self.sess, latest)
             self.log("resumed %s at step %d" % (latest, start_step))
         else:
-            rundir.restore_matching(self.sess, latest,
-                                         self.network_variables + [self.global_step],
-                                         require_all=True)
+            rundir.restore_matching(self.sess, latest, self.network_variables + [self.global_step],
+                                    require_all=True)
             self.log("resumed %s at step %d without optimizer state (it has none, e.g. an "
                      "exported model): Adam starts afresh" % (latest, start_step))
         self._recover_checkpoints()
@@ -202,8 +204,7 @@ class Trainer(object):
         state = tf.train.get_checkpoint_state(self.run_dir)
         older = [os.path.join(self.run_dir, os.path.basename(p))
                  for p in (state.all_model_checkpoint_paths if state else [])]
-        self.saver.recover_last_checkpoints(
-            [p for p in older if os.path.isfile(p + ".index")])
+        self.saver.recover_last_checkpoints([p for p in older if os.path.isfile(p + ".index")])
 
     def _build(self, start_step):
         c = self.config
@@ -215,7 +216,7 @@ class Trainer(object):
         # A quantized run gets a tensor switch, so validation can report float too.
         self.quantize = (tf.placeholder_with_default(True, [], "quantize")
                          if c.model.quantize else False)
-        self.lr = learning_rate(c.train, self.global_step)
+        self.lr = self._learning_rate()
         optimizer = self._optimizer(tf.train.AdamOptimizer(self.lr))
         # One device or data-parallel towers (vidcorr/training/towers.py).
         step = build_towers(c, optimizer, self.inputs, self.targets, self.is_training,
