@@ -111,6 +111,7 @@ def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsy
             ([clip, "--learning-rate", "1"], "learning_rate must be above 0 and at most 0.01"),
             ([clip, "--crop", "16", "64"], "crop must be an integer from 32"),
             ([clip, "--anchor", "0.7"], "anchor must be from 0 to 0.5"),
+            ([clip, "--mix", "0.95"], "mix must be from 0 to 0.9"),
             ([clip, "--model", str(tmp_path / "none")], "checkpoint not found"),
             ([clip, "--steps", "2", "--crop", "64", "128"], "smaller than the crop"),
             ([clip, "--out", run], "is the source model; write the adapted one elsewhere"),
@@ -134,6 +135,25 @@ def test_settings_are_validated():
     with pytest.raises(UserError, match="decay must be True or False"):
         AdaptSettings(decay="yes")
     assert AdaptSettings(crop=[64, 128]).crop == (64, 128)
+
+
+def test_rehearsal_uses_the_clips_of_the_recipe_this_machine_has(tmp_path):
+    from vidcorr.apps.adapt import _config, rehearsal_clips
+    from vidcorr.model.config import config_from_dict
+
+    here, gone = _clip(tmp_path / "here", frames=6), str(tmp_path / "gone.mp4")
+    source = config_from_dict({"data": {"sources": [here, gone, "pkg:nosuchpackage/a.mp4"]}})
+    lines = []
+    assert rehearsal_clips(source, lines.append) == [here]
+    assert lines == ["rehearsal: 1 of the model's 3 training clips; missing: %s, "
+                     "pkg:nosuchpackage/a.mp4" % gone]
+    config = _config(source, ["mine.mp4"], AdaptSettings(mix=0.25), "run", "prefix",
+                     lines.append)
+    assert config.data.sources == ("mine.mp4",) and config.data.rehearsal_sources == (here,)
+    assert config.data.rehearsal_fraction == 0.25
+    assert _config(source, ["mine.mp4"], AdaptSettings(), "run", "p").data.rehearsal_sources == ()
+    with pytest.raises(UserError, match="none of its 1 is on this machine"):
+        rehearsal_clips(config_from_dict({"data": {"sources": [gone]}}))
 
 
 def test_correspond_adapts_to_the_footage_first(trained_tiny, tmp_path, capsys):

@@ -107,6 +107,34 @@ def test_deterministic_given_seed(tmp_path):
     assert not np.array_equal(a[0], c[0])
 
 
+def test_rehearsal_clips_give_their_share_of_training_triplets_whole(tmp_path):
+    own = _folder(tmp_path, "own", 20)
+    other = os.path.join(str(tmp_path), "other")  # channel 2 marks its frames
+    os.makedirs(other)
+    for i in range(12):
+        frame = np.full((40, 72, 3), 255, np.uint8)
+        frame[..., 0] = 10 * i
+        Image.fromarray(frame).save(os.path.join(other, "f%d.png" % i))
+    data = TripletData(_config([own], rehearsal_sources=[other], rehearsal_fraction=0.3,
+                               val_fraction=0.25))
+    inputs, _ = data.batch(np.random.RandomState(0), 1000)
+    marked = inputs[:, 0, 0, 2] == 1.0  # [N] drawn from the rehearsal clip
+    assert abs(marked.mean() - 0.3) < 0.05, marked.mean()  # binomial: 3.5 sigma
+    t = np.rint(inputs[marked, 0, 0, 0] * 255 / 10)
+    assert t.min() == 0 and t.max() == 9  # the whole clip, no part held back
+    assert np.rint(inputs[~marked, 0, 0, 0] * 255 / 10).max() <= 15 - 2  # own: training part
+    val_inputs, _ = data.validation_set()
+    assert not np.any(val_inputs[..., 2] == 1.0)  # validation: the own clip's end only
+    assert np.rint(val_inputs[..., 0] * 255 / 10).min() >= 15
+    # without a share the stream is the one drawn without rehearsal clips
+    plain = TripletData(_config([own], val_fraction=0.25))
+    unused = TripletData(_config([own], rehearsal_sources=[other], val_fraction=0.25))
+    np.testing.assert_array_equal(plain.batch(np.random.RandomState(1), 8)[0],
+                                  unused.batch(np.random.RandomState(1), 8)[0])
+    with pytest.raises(UserError, match="data.rehearsal_fraction: needs data.rehearsal_sources"):
+        _config([own], rehearsal_fraction=0.5)
+
+
 @pytest.mark.parametrize("case,match", [
     ("missing", "not found"), ("short", "shorter than one triplet"),
     ("small", "smaller than the crop"), ("mixed", "differ in size"), ("corrupt", "cannot read"),

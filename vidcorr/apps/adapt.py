@@ -18,7 +18,9 @@ layered-motion share, the crop and frame size), starting from its weights:
   (cosine); Ctrl-C or SIGTERM ends the training after the current step and keeps the best
   so far.
 * **A pull towards the source weights** against forgetting (``anchor``,
-  :class:`vidcorr.training.adapting.AdaptTrainer`).
+  :class:`vidcorr.training.adapting.AdaptTrainer`), and **rehearsal** (``mix``): that share
+  of the training triplets comes from the source model's own training clips (those of its
+  recipe found on this machine), never from the user's held-back part.
 * **Out**: a model folder like ``vidcorr-export``'s (every command takes it: ``--checkpoint``,
   ``Matcher(path)``, ``vidcorr-export``), written atomically, whose card records the source
   model, the clips, the recipe, the steps and seconds, and the PSNR before and after.
@@ -39,13 +41,15 @@ from vidcorr.io import rundir
 from vidcorr.io.files import check_writable_folder, remove_empty_folders, scratch_folder
 from vidcorr.model.config import MAX_BATCH, MAX_SIDE, TUNES
 
-__all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "MIN_GAIN_DB", "DEFAULT_MINUTES",
-           "ADAPTED_MODEL"]
+__all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "rehearsal_clips", "MIN_GAIN_DB",
+           "DEFAULT_MINUTES", "ADAPTED_MODEL"]
 
 DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
 DEFAULT_LEARNING_RATE = 3e-4  # the study's best without forgetting (docs/adaptation.md)
 DEFAULT_DECAY = False  # constant: more gain within the forgetting bound (docs/adaptation.md)
 DEFAULT_ANCHOR = 0.0
+DEFAULT_MIX = 0.0
+MAX_MIX = 0.9
 DEFAULT_VALIDATE_EVERY = 25
 MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
 SCRATCH_PREFIX = ".adapt-"
@@ -64,6 +68,8 @@ class AdaptSettings:
         the recipe's ``min_lr_ratio`` at the deadline); False (the default): constant.
       anchor: after each step every tuned weight moves this share of the way back to its
         source value (0: none, up to 0.5), against forgetting.
+      mix: the share of training triplets drawn from the source model's training clips
+        (rehearsal against forgetting; 0: none, up to 0.9).
       tune: the layers to change: ``"all"``, ``"decoder"`` or ``"head"``.
       crop: ``(height, width)`` of the training crops; None: the recipe's.
       max_height: frames are downscaled to at most this many rows; None: the recipe's.
@@ -79,6 +85,7 @@ class AdaptSettings:
     learning_rate: float = DEFAULT_LEARNING_RATE
     decay: bool = DEFAULT_DECAY
     anchor: float = DEFAULT_ANCHOR
+    mix: float = DEFAULT_MIX
     tune: str = "all"
     crop: Optional[Tuple[int, int]] = None
     max_height: Optional[int] = None
@@ -107,6 +114,9 @@ class AdaptSettings:
         if isinstance(self.anchor, bool) or not (isinstance(self.anchor, (int, float)) and
                                                  0 <= self.anchor <= 0.5):
             raise UserError("anchor must be from 0 to 0.5, got %r" % (self.anchor,))
+        if isinstance(self.mix, bool) or not (isinstance(self.mix, (int, float)) and
+                                              0 <= self.mix <= MAX_MIX):
+            raise UserError("mix must be from 0 to %g, got %r" % (MAX_MIX, self.mix))
         if self.tune not in TUNES:
             raise UserError("tune must be one of %s, got %r" % (", ".join(TUNES), self.tune))
         if self.crop is not None:
@@ -130,11 +140,37 @@ class AdaptSettings:
                             % (self.val_fraction,))
 
 
-def _config(source, sources, settings, run_dir, prefix):
+def rehearsal_clips(source, log=print):
+    """The source model's training clips (its recipe's ``data.sources``) that this machine
+    has, logging the ones it lacks.
+
+    Raises:
+      UserError: when it has none of them.
+    """
+    from vidcorr.io.video import resolve_source
+
+    found, missing = [], []
+    for clip in source.data.sources:
+        try:
+            (found if os.path.exists(resolve_source(clip)) else missing).append(clip)
+        except UserError:
+            missing.append(clip)
+    if not found:
+        raise UserError("--mix needs the source model's training clips, and none of its %d is "
+                        "on this machine (%s)" % (len(missing), ", ".join(missing) or "none"))
+    if missing:
+        log("rehearsal: %d of the model's %d training clips; missing: %s"
+            % (len(found), len(found) + len(missing), ", ".join(missing)))
+    return found
+
+
+def _config(source, sources, settings, run_dir, prefix, log=print):
     """The adaptation's run config: the source model's recipe on the user's clips."""
     s = settings
     data = {"sources": list(sources), "synthetic": False, "val_split": "time",
             "val_fraction": s.val_fraction, "seed": s.seed}
+    if s.mix > 0:
+        data.update(rehearsal_sources=rehearsal_clips(source, log), rehearsal_fraction=s.mix)
     if s.crop is not None:
         data.update(crop_height=s.crop[0], crop_width=s.crop[1])
     if s.max_height is not None:
@@ -196,13 +232,15 @@ def adapt(sources, out, model=None, settings=None, log=print, progress=True):
         remove_empty_folders(created)
         raise UserError("cannot write into %s: %s" % (parent, first_line(err)))
     try:
-        config = _config(source_config, sources, settings, os.path.join(scratch, "run"), prefix)
+        config = _config(source_config, sources, settings, os.path.join(scratch, "run"), prefix,
+                         log)
         record, best = _train(config, settings, log, progress)
         record.update(source_model=portable(prefix), clips=sources, recipe={
             "learning_rate": settings.learning_rate, "tune": settings.tune,
             "schedule": ("cosine over the time budget" if settings.steps is None and
                          settings.decay else config.train.lr_schedule),
-            "anchor": settings.anchor, "batch_size": config.train.batch_size,
+            "anchor": settings.anchor, "mix": settings.mix,
+            "rehearsal_clips": list(config.data.rehearsal_sources), "batch_size": config.train.batch_size,
             "crop": [config.data.crop_height, config.data.crop_width],
             "max_height": config.data.max_height, "loss": config.train.loss,
             "census_weight": config.train.census_weight,

@@ -69,6 +69,8 @@ class DataConfig:
     motion_supersample: int = 1
     motion_power: float = 1.0
     velocity: Tuple[float, ...] = ()
+    rehearsal_sources: Tuple[str, ...] = ()
+    rehearsal_fraction: float = 0.0
     val_split: str = "time"
     val_fraction: float = 0.1
     val_triplets: int = 64
@@ -98,6 +100,9 @@ class DataConfig:
                "1 / data.motion_supersample (the motion lattice)")
         _check(len(self.velocity) in (0, 2), "data.velocity",
                "must be [] (random motion) or [vy, vx] in pixels per frame")
+        _check(0 <= self.rehearsal_fraction < 1, "data.rehearsal_fraction", "must be in [0, 1)")
+        _check(self.rehearsal_fraction == 0 or (self.rehearsal_sources and not self.synthetic),
+               "data.rehearsal_fraction", "needs data.rehearsal_sources and real sources")
         _check(self.val_split in ("time", "video"), "data.val_split", "must be 'time' or 'video'")
         _check(0 < self.val_fraction < 1, "data.val_fraction", "must be in (0, 1)")
         _check(1 <= self.val_triplets <= MAX_VAL_TRIPLETS, "data.val_triplets",
@@ -188,9 +193,9 @@ class Config:
     def to_dict(self):
         """The resolved config as plain JSON-able data."""
         out = dataclasses.asdict(self)
-        out["data"]["sources"] = list(self.data.sources)
-        out["model"]["skips"] = list(self.model.skips)
-        out["data"]["velocity"] = list(self.data.velocity)
+        for section in out.values():  # the list-valued keys: tuples in the config, lists here
+            if isinstance(section, dict):
+                section.update({k: list(v) for k, v in section.items() if isinstance(v, tuple)})
         return out
 
     def replace(self, **sections):

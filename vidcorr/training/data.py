@@ -16,6 +16,11 @@ known motion up to ``data.max_motion`` pixels per frame step, on a lattice
 of ``1 / data.motion_supersample`` pixels (see :mod:`vidcorr.training.layered`): real
 texture, but motion large enough that the
 network has to learn to move content. Validation triplets are always real.
+
+With ``data.rehearsal_fraction`` > 0, that fraction of the training triplets (real or
+layered, as above) comes from ``data.rehearsal_sources`` instead: clips used whole for
+training and never for validation, such as a model's own training clips while it is
+adapted to new footage (rehearsal against forgetting).
 """
 
 import numpy as np
@@ -50,7 +55,8 @@ class TripletData(object):
     def __init__(self, config, log=None):
         self.config = config
         self.crop = (config.crop_height, config.crop_width)
-        self.videos, self.train_ranges, self.val_ranges = [], [], []
+        self.videos, self.names, self.train_ranges, self.val_ranges = [], [], [], []
+        self.rehearsal_ranges = []  # (video, start, stop): data.rehearsal_sources, whole
         if not config.synthetic:
             self._load(log)
             if config.layered_fraction > 0:
@@ -61,28 +67,45 @@ class TripletData(object):
         c = self.config
         span = 2 * c.gap  # a triplet covers frames t .. t + 2g
         for source in c.sources:
-            frames = load_frames(source, c.max_height)
-            n, h, w = frames.shape[:3]
-            if n <= span:
-                raise UserError("%s: %d frames is shorter than one triplet at gap %d (needs %d)"
-                                % (source, n, c.gap, span + 1))
-            if h < self.crop[0] or w < self.crop[1]:
-                raise UserError("%s: frames are %dx%d (after data.max_height), smaller than the "
-                                "crop %dx%d (lower data.crop_height/crop_width or raise "
-                                "data.max_height)" % (source, w, h, self.crop[1], self.crop[0]))
-            self.videos.append(frames)
-            if log:
-                log("loaded %s: %d frames of %dx%d" % (source, n, w, h))
+            self._load_one(source, log)
+        for source in c.rehearsal_sources:
+            self._load_one(source, log)
+            self.rehearsal_ranges.append((len(self.videos) - 1, 0, len(self.videos[-1]) - span))
+        self._split()
+
+    def _load_one(self, source, log):
+        """Reads one source into ``self.videos``, checking it holds a triplet and a crop."""
+        c = self.config
+        span = 2 * c.gap
+        frames = load_frames(source, c.max_height)
+        n, h, w = frames.shape[:3]
+        if n <= span:
+            raise UserError("%s: %d frames is shorter than one triplet at gap %d (needs %d)"
+                            % (source, n, c.gap, span + 1))
+        if h < self.crop[0] or w < self.crop[1]:
+            raise UserError("%s: frames are %dx%d (after data.max_height), smaller than the "
+                            "crop %dx%d (lower data.crop_height/crop_width or raise "
+                            "data.max_height)" % (source, w, h, self.crop[1], self.crop[0]))
+        self.videos.append(frames)
+        self.names.append(source)
+        if log:
+            log("loaded %s: %d frames of %dx%d" % (source, n, w, h))
+
+    def _split(self):
+        """Splits ``data.sources`` (the first videos) into training and validation ranges."""
+        c = self.config
+        span = 2 * c.gap
+        videos = self.videos[:len(c.sources)]
         if c.val_split == "video":
-            if len(self.videos) < 2:
+            if len(videos) < 2:
                 raise UserError("data.val_split 'video' needs at least 2 sources, got %d"
-                                % len(self.videos))
-            n_val = min(len(self.videos) - 1, max(1, int(round(len(self.videos) * c.val_fraction))))
-            for i, frames in enumerate(self.videos):
-                target = self.val_ranges if i >= len(self.videos) - n_val else self.train_ranges
+                                % len(videos))
+            n_val = min(len(videos) - 1, max(1, int(round(len(videos) * c.val_fraction))))
+            for i, frames in enumerate(videos):
+                target = self.val_ranges if i >= len(videos) - n_val else self.train_ranges
                 target.append((i, 0, len(frames) - span))
         else:
-            for i, frames in enumerate(self.videos):
+            for i, frames in enumerate(videos):
                 n = len(frames)
                 n_val = max(span + 1, int(round(n * c.val_fraction)))
                 split = n - n_val
@@ -101,7 +124,7 @@ class TripletData(object):
         wh, ww = window_size(c.crop_height, c.crop_width, c.max_motion)
         if c.motion_supersample > 1:  # the bicubic upsampling's extra pixel per side
             wh, ww = wh + 2, ww + 2
-        for source, frames in zip(c.sources, self.videos):
+        for source, frames in zip(self.names, self.videos):
             if frames.shape[1] < wh or frames.shape[2] < ww:
                 raise UserError("%s: frames are %dx%d, smaller than the %dx%d that layered "
                                 "triplets need (the crop plus data.max_motion on each side); "
@@ -158,6 +181,8 @@ class TripletData(object):
         if c.synthetic:
             return moving_triplet(rng, self.crop[0], self.crop[1], c.max_motion,
                                   c.velocity or None)[0], False
+        if training and c.rehearsal_fraction > 0 and rng.rand() < c.rehearsal_fraction:
+            ranges = self.rehearsal_ranges  # whole clips of data.rehearsal_sources
         if training and c.layered_fraction > 0 and rng.rand() < c.layered_fraction:
             return self._layered(rng, ranges), True
         return self._real(rng, ranges), False
