@@ -37,6 +37,7 @@ has to weight the displaced ones, which is what the read-out looks for.
 """
 
 import collections
+import functools
 
 from vidcorr.model import kernels
 from vidcorr.model import layers
@@ -128,6 +129,15 @@ def _conv_unit(name, x, filters, build, transpose=False):
     return layers.activation(h, spec.activation, spec.leaky_alpha)
 
 
+def _reused(layer, scope):
+    """``layer`` (a callable of one tensor) re-entering ``scope`` with its variables reused,
+    wherever it is called from."""
+    def reused(x):
+        with tf.variable_scope(scope, reuse=True):
+            return layer(x)
+    return reused
+
+
 def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=DEFAULT_NUM_BITS,
          name=MODEL_SCOPE, folded=False, endpoints=None):
     """Builds the MIND interpolation network.
@@ -146,7 +156,9 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=DEFAU
       endpoints: optional dict, filled with ``features`` (input of the output
         convolution), ``logits`` (kernel head only) and ``padded`` (the padded
         input frames), all at the padded size, and ``crop``, the ``(top, left,
-        height, width)`` window of the original size in them.
+        height, width)`` window of the original size in them; with the kernel head
+        also ``head``, a callable giving the logits of any ``[B, h, w, C]`` features
+        with the head's own variables (the read-out applies it in strips of rows).
 
     Returns:
       The predicted middle frame, ``[B, H, W, 3]``.
@@ -189,12 +201,14 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=DEFAU
             endpoints.update(features=h, padded=images, crop=(top, left, height, width))
         if spec.kernel_size:
             k = spec.kernel_size
-            logits = layers.conv2d(output.name, h, output.cout, 1, use_bias=True,
-                                   transform=build.transform, initializer=OUTPUT_INIT,
-                                   bias_initializer=tf.constant_initializer(
-                                       kernels.logit_bias(k)))  # [B, H', W', 2K^2]
+            head = functools.partial(layers.conv2d, output.name, filters=output.cout,
+                                     kernel_size=1, use_bias=True, transform=build.transform,
+                                     initializer=OUTPUT_INIT, bias_initializer=(
+                                         tf.constant_initializer(kernels.logit_bias(k))))
+            logits = head(h)  # [B, H', W', 2K^2]
             if endpoints is not None:
                 endpoints["logits"] = logits
+                endpoints["head"] = _reused(head, tf.get_variable_scope())
             out = kernels.apply_kernels(images, logits, k)  # [B, H', W', 3]
             return out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
         out = layers.conv2d(output.name, h, 3, output.kernel, use_bias=True,

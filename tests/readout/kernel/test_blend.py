@@ -164,3 +164,37 @@ def test_positions_map_back_through_fields_that_vary(random_kernel_checkpoint, r
         np.testing.assert_allclose(out["position"][:, :, f], expected, atol=1e-4)
 
 
+
+
+@pytest.mark.parametrize("statistic", ["centroid", "local"])
+def test_strips_of_rows_equal_the_whole_level(random_kernel_checkpoint, rng, monkeypatch,
+                                              statistic):
+    """The logits read strip after strip (5 uneven strips of a 32x64 level, a batch of two
+    pairs, warped by fields) give what the whole level's logits give."""
+    from vidcorr.readout.kernel import blend
+
+    _, spec, values = find_model(random_kernel_checkpoint)
+    weights = fold_batch_norm(values)
+    h, w = 32, 64
+    frames = [rng.rand(2, h, w, 3).astype(np.float32) for _ in range(2)]
+    fields = (2.0 * rng.rand(2, h, w, 2, 2) - 1.0).astype(np.float32)
+    outs, heads = [], []
+    for pixels in (1 << 18, 420):  # one strip; ceil(2048 / 420) = 5 strips of 6 or 7 rows
+        monkeypatch.setattr(blend, "STRIP_PIXELS", pixels)
+        graph = tf.Graph()
+        with graph.as_default():
+            a, b = (tf.constant(f) for f in frames)
+            out = blend.blend_level(spec, a, b, tf.constant(fields), statistic)
+            heads.append(sum(op.type == "Conv2D" and "output" in op.name
+                             for op in graph.get_operations()))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for var in tf.global_variables():
+                    var.load(weights[var.op.name], sess)
+                outs.append(sess.run(out))
+    assert heads == [1, 6]  # the whole level's head (built, unused) and one per strip
+    for name in ("position", "mass", "peak"):
+        assert outs[1][name].shape == outs[0][name].shape == (2, h, w, 2) + (
+            (2,) if name == "position" else ())
+        np.testing.assert_allclose(outs[1][name], outs[0][name], rtol=1e-5, atol=1e-5,
+                                   err_msg=name)

@@ -17,7 +17,8 @@ entry point alike. For a batch of pairs of any size it
 2. runs the folded network and crops its logits to the image (the network's own
    ``crop`` endpoint),
 3. reduces the ``[B, H, W, 2K^2]`` logits to a few numbers per pixel and frame
-   (:func:`blend_moments`, without forming the softmax; they never leave the device):
+   (:func:`blend_moments`; they never leave the device), on a large level strip of rows
+   after strip of rows (:func:`strip_count`), so the whole level's logits never exist:
 
    * ``position``: ``[B, H, W, 2, 2]``, each pixel's ``(x, y)`` in frame t and
      frame t+2, the pixel plus an offset by the statistic: ``centroid``, the
@@ -43,9 +44,10 @@ from vidcorr.model.warping import sample_at
 from vidcorr.readout.options import DEFAULT_STATISTIC
 
 __all__ = ["blend_level", "blend_moments", "reflect_positions", "pixel_grid", "tempered",
-           "MASS_FLOOR"]
+           "strip_count", "MASS_FLOOR", "STRIP_PIXELS"]
 
 MASS_FLOOR = 1e-6  # a frame with less weight than this has no defined position
+STRIP_PIXELS = 1 << 18  # padded pixels per strip of a level's logits (:func:`strip_count`)
 HEAD = MODEL_SCOPE + "/output"  # the kernel head's 1x1 convolution
 
 
@@ -95,32 +97,68 @@ def blend_level(spec, frame_t, frame_t2, fields=None, statistic=DEFAULT_STATISTI
     with tf.variable_scope(tf.get_variable_scope(), reuse=tf.AUTO_REUSE):
         mind(tf.concat([frame_t, frame_t2], axis=3), False, spec=spec, folded=True,
              name=MODEL_SCOPE, endpoints=endpoints)  # [B, H, W, 6] in
-    logits = endpoints["logits"]  # [B, H', W', 2K^2] at the padded size
-    padded = tf.shape(logits)[:3]  # [B, H', W']
     # The moments of every padded pixel, then the crop: the crop copies a few channels,
     # not 2K^2 (the padding is under 5 % of the pixels).
     with tf.name_scope("moments"):
-        weights, mass, centroid, peak = blend_moments(logits, k)  # rows: [B H' W']
-        if statistic == "centroid":
-            offset = centroid  # [BH'W', frame, (dx, dy)]
-        else:
-            offset = _around_largest(tf.reshape(weights, [-1, k * k]), k, statistic == "local")
+        offset, mass, peak = _strip_moments(endpoints, k, statistic)  # [B, H', W', ...]
     top, left, _, _ = endpoints["crop"]
 
-    def per_pixel(x, tail):  # rows of the padded image -> [B, H, W, tail]
-        x = tf.reshape(x, tf.concat([padded, tail], 0))
+    def per_pixel(x):  # [B, H', W', ...] the padded image -> [B, H, W, ...]
         return x[:, top:top + h, left:left + w]
 
     with tf.name_scope("unwarp"):
-        offset = per_pixel(offset, [2, 2])  # [B, H, W, 2, 2]
+        offset = per_pixel(offset)  # [B, H, W, 2, 2]
         found = []
         for f in (0, 1):
             q = reflect_positions(pixels + offset[:, :, :, f], w, h)  # in the warped frame
             if fields is not None:
                 q += sample_at(fields[..., f, :], q)  # the warp undone: q + d(q)
             found.append(q)
-        return {"position": tf.stack(found, axis=3), "mass": per_pixel(mass, [2]),
-                "peak": per_pixel(peak, [2])}
+        return {"position": tf.stack(found, axis=3), "mass": per_pixel(mass),
+                "peak": per_pixel(peak)}
+
+
+def strip_count(features):
+    """How many strips of rows :func:`blend_level` reads a level's logits in: one per
+    ``STRIP_PIXELS`` padded pixels of a pair, one when the size is unknown (the exported
+    graph)."""
+    height, width = features.shape.as_list()[1:3]
+    if height is None or width is None:
+        return 1
+    return max(1, min(height, -(-height * width // STRIP_PIXELS)))
+
+
+def _strip_moments(endpoints, k, statistic):
+    """The head's logits and their moments, strip of rows after strip of rows.
+
+    The ``[B, H', W', 2K^2]`` logits and their softmax were the read-out's largest tensors
+    (two of 0.6 GB at 720x1280). Each strip's head runs after the previous strip's moments
+    (a control dependency), so only one strip's logits and weights are alive at a time.
+
+    Returns:
+      ``(offset [B, H', W', 2, 2], mass [B, H', W', 2], peak [B, H', W', 2])``: each padded
+      pixel's offset by ``statistic`` in both frames, and its blend mass and peak share.
+    """
+    features = endpoints["features"]  # [B, H', W', C]
+    strips = strip_count(features)
+    shape = tf.shape(features)
+    height = shape[1]
+    outs, done = [], []
+    for n in range(strips):
+        with tf.control_dependencies(done):  # the previous strip's moments first
+            rows = features[:, height * n // strips:height * (n + 1) // strips]  # [B, r, W', C]
+        logits = endpoints["head"](rows) if strips > 1 else endpoints["logits"]  # [B, r, W', 2K^2]
+        weights, mass, centroid, peak = blend_moments(logits, k)  # rows: [B r W']
+        if statistic == "centroid":
+            offset = centroid  # [B r W', frame, (dx, dy)]
+        else:
+            offset = _around_largest(weights, k, statistic == "local")
+        grid = tf.shape(logits)[:3]  # [B, r, W']
+        done = [tf.reshape(offset, tf.concat([grid, [2, 2]], 0)),
+                tf.reshape(mass, tf.concat([grid, [2]], 0)),
+                tf.reshape(peak, tf.concat([grid, [2]], 0))]
+        outs.append(done)
+    return tuple(tf.concat(parts, axis=1) if strips > 1 else parts[0] for parts in zip(*outs))
 
 
 def _around_largest(per_frame, k, local):
