@@ -235,19 +235,8 @@ def adapt(sources, out, model=None, settings=None, log=print, progress=True):
         config = _config(source_config, sources, settings, os.path.join(scratch, "run"), prefix,
                          log)
         record, best = _train(config, settings, log, progress)
-        record.update(source_model=portable(prefix), clips=sources, recipe={
-            "learning_rate": settings.learning_rate, "tune": settings.tune,
-            "schedule": ("cosine over the time budget" if settings.steps is None and
-                         settings.decay else config.train.lr_schedule),
-            "anchor": settings.anchor, "mix": settings.mix,
-            "rehearsal_clips": list(config.data.rehearsal_sources), "batch_size": config.train.batch_size,
-            "crop": [config.data.crop_height, config.data.crop_width],
-            "max_height": config.data.max_height, "loss": config.train.loss,
-            "census_weight": config.train.census_weight,
-            "smooth_weight": config.train.smooth_weight,
-            "layered_fraction": config.data.layered_fraction,
-            "validate_every": settings.validate_every, "minutes": settings.minutes,
-            "steps": settings.steps})
+        record.update(source_model=portable(prefix), clips=sources,
+                      recipe=_recipe(settings, config))
         if best is None:  # never worse: the source model as it was
             export_model(prefix, out, notes="vidcorr-adapt: not adapted (%s)" % record["reason"],
                          interpolation=False, log=lambda m: None, extra={"adaptation": record})
@@ -273,6 +262,20 @@ def adapt_to_footage(source, out_dir, model, minutes, log=print, progress=True):
     out = os.path.join(out_dir, ADAPTED_MODEL)
     adapt([source], out, model, AdaptSettings(minutes=minutes), log=log, progress=progress)
     return out
+
+
+def _recipe(settings, config):
+    """The card's record of how the adaptation trained."""
+    d, t = config.data, config.train
+    return {"learning_rate": settings.learning_rate, "tune": settings.tune,
+            "schedule": ("cosine over the time budget" if settings.steps is None and
+                         settings.decay else t.lr_schedule),
+            "anchor": settings.anchor, "mix": settings.mix,
+            "rehearsal_clips": list(d.rehearsal_sources), "batch_size": t.batch_size,
+            "crop": [d.crop_height, d.crop_width], "max_height": d.max_height,
+            "loss": t.loss, "census_weight": t.census_weight, "smooth_weight": t.smooth_weight,
+            "layered_fraction": d.layered_fraction, "validate_every": settings.validate_every,
+            "minutes": settings.minutes, "steps": settings.steps}
 
 
 def _summary(record):

@@ -129,6 +129,20 @@ def _conv_unit(name, x, filters, build, transpose=False):
     return layers.activation(h, spec.activation, spec.leaky_alpha)
 
 
+def _kernel_head(output, features, images, build, endpoints):
+    """The kernel head on ``features [B, H', W', C]``: the blend of ``images [B, H', W', 6]``
+    ``[B, H', W', 3]``; its logits and the head itself go into ``endpoints`` (if a dict)."""
+    k = build.spec.kernel_size
+    head = functools.partial(layers.conv2d, output.name, filters=output.cout, kernel_size=1,
+                             use_bias=True, transform=build.transform, initializer=OUTPUT_INIT,
+                             bias_initializer=tf.constant_initializer(kernels.logit_bias(k)))
+    logits = head(features)  # [B, H', W', 2K^2]
+    if endpoints is not None:
+        endpoints["logits"] = logits
+        endpoints["head"] = _reused(head, tf.get_variable_scope())
+    return kernels.apply_kernels(images, logits, k)  # [B, H', W', 3]
+
+
 def _reused(layer, scope):
     """``layer`` (a callable of one tensor) re-entering ``scope`` with its variables reused,
     wherever it is called from."""
@@ -200,16 +214,7 @@ def mind(frames, is_training, quantize=False, spec=NetworkSpec(), num_bits=DEFAU
         if endpoints is not None:
             endpoints.update(features=h, padded=images, crop=(top, left, height, width))
         if spec.kernel_size:
-            k = spec.kernel_size
-            head = functools.partial(layers.conv2d, output.name, filters=output.cout,
-                                     kernel_size=1, use_bias=True, transform=build.transform,
-                                     initializer=OUTPUT_INIT, bias_initializer=(
-                                         tf.constant_initializer(kernels.logit_bias(k))))
-            logits = head(h)  # [B, H', W', 2K^2]
-            if endpoints is not None:
-                endpoints["logits"] = logits
-                endpoints["head"] = _reused(head, tf.get_variable_scope())
-            out = kernels.apply_kernels(images, logits, k)  # [B, H', W', 3]
+            out = _kernel_head(output, h, images, build, endpoints)  # [B, H', W', 3]
             return out[:, top:top + height, left:left + width, :]  # [B, H, W, 3]
         out = layers.conv2d(output.name, h, 3, output.kernel, use_bias=True,
                             transform=build.transform, initializer=OUTPUT_INIT)  # [B, H', W', 3]

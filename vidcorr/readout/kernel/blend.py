@@ -145,9 +145,11 @@ def _strip_moments(endpoints, k, statistic):
     height = shape[1]
     outs, done = [], []
     for n in range(strips):
-        with tf.control_dependencies(done):  # the previous strip's moments first
-            rows = features[:, height * n // strips:height * (n + 1) // strips]  # [B, r, W', C]
-        logits = endpoints["head"](rows) if strips > 1 else endpoints["logits"]  # [B, r, W', 2K^2]
+        logits = endpoints["logits"]  # [B, H', W', 2K^2]: one strip, the whole level
+        if strips > 1:
+            with tf.control_dependencies(done):  # the previous strip's moments first
+                rows = features[:, height * n // strips:height * (n + 1) // strips]  # [B, r, W', C]
+            logits = endpoints["head"](rows)  # [B, r, W', 2K^2]
         weights, mass, centroid, peak = blend_moments(logits, k)  # rows: [B r W']
         if statistic == "centroid":
             offset = centroid  # [B r W', frame, (dx, dy)]
