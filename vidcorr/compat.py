@@ -5,13 +5,17 @@ Every other module does ``from vidcorr.compat import tf``. This module imports
 runs on TensorFlow 1.15 (Python 3.7) and on TensorFlow 2.x (Python 3.8+, as
 setup.py installs it). It also holds the few helpers whose behaviour differs
 between the two lines or that depend on the device: ``smart_cond``, GPU
-detection and session configuration.
+detection and session configuration. Before the import it limits glibc to one heap
+arena (:mod:`vidcorr.malloc`).
 """
 
 import os
 import warnings
 
+from vidcorr.malloc import limit_arenas
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+limit_arenas()  # before TensorFlow starts its threads: see vidcorr.malloc
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import tensorflow.compat.v1 as tf  # noqa: E402  (the one TF import)
