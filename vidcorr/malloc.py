@@ -23,9 +23,6 @@ __all__ = ["limit_arenas", "M_ARENA_MAX"]
 
 M_ARENA_MAX = -8  # mallopt's parameter number for the arena limit (glibc's malloc.h)
 
-_DONE = []
-
-
 def limit_arenas(arenas=1):
     """Limits glibc's malloc to ``arenas`` heap arenas for the rest of the process.
 
@@ -33,27 +30,22 @@ def limit_arenas(arenas=1):
       arenas: the most arenas glibc may create (at least 1).
 
     Returns:
-      True when the limit was set now (or by an earlier call); False when it was left to
-      ``MALLOC_ARENA_MAX`` or the C library is not glibc.
+      True when the limit was set; False when it was left to ``MALLOC_ARENA_MAX`` or the C
+      library is not glibc.
 
     Raises:
       ValueError: if ``arenas`` is below 1.
     """
     if arenas < 1:
         raise ValueError("arenas must be at least 1, got %r" % (arenas,))
-    if _DONE:
-        return True
     if "MALLOC_ARENA_MAX" in os.environ or not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        version = libc.gnu_get_libc_version  # glibc only (musl has no such function)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    except OSError:
         return False
-    del version
+    if not hasattr(libc, "gnu_get_libc_version"):  # glibc's own (musl has no such function)
+        return False
+    mallopt = libc.mallopt
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    if mallopt(M_ARENA_MAX, int(arenas)) != 1:  # glibc returns 1 on success
-        return False
-    _DONE.append(arenas)
-    return True
+    return mallopt(M_ARENA_MAX, int(arenas)) == 1  # glibc returns 1 on success
