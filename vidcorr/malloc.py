@@ -11,7 +11,7 @@ tensors are alive at once. With one arena it stays at 1.76-1.84 GB, at the same 
 :func:`limit_arenas` is called by :mod:`vidcorr.compat` before TensorFlow is imported
 (before any of its threads exist). It does nothing where the C library is not glibc, and
 nothing when ``MALLOC_ARENA_MAX`` is set: glibc reads that variable itself, so a user who
-wants glibc's default back sets ``MALLOC_ARENA_MAX=8``.
+wants more arenas sets it (glibc's own default is eight per core).
 """
 
 import ctypes
@@ -22,6 +22,7 @@ import sys
 __all__ = ["limit_arenas", "M_ARENA_MAX"]
 
 M_ARENA_MAX = -8  # mallopt's parameter number for the arena limit (glibc's malloc.h)
+
 
 def limit_arenas(arenas=1):
     """Limits glibc's malloc to ``arenas`` heap arenas for the rest of the process.
