@@ -5,7 +5,7 @@ eight per core) and keeps what is freed in each arena for that arena's later use
 TensorFlow's op threads allocate and free tensors of every size, so the peak resident
 memory of a process matching 720x1280 pairs grew from match to match (to 1.88-2.12 GB
 after four matches of one pair, from 1.74 GB after the first), although at most 0.4 GB of
-tensors are alive at once. With one arena it stays at 1.76-1.84 GB, at the same speed
+tensors are alive at once. With one arena it stayed at 1.76-1.84 GB, at the same speed
 (``benchmarks/bench_memory.py``; ``docs/benchmarks.md``, "Memory").
 
 :func:`limit_arenas` is called by :mod:`vidcorr.compat` before TensorFlow is imported
