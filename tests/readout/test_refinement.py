@@ -136,6 +136,21 @@ def test_smoothness_alone_keeps_a_constant_field_up_to_the_border():
     np.testing.assert_allclose(r3 - r1, np.broadcast_to([3.0, -1.5], r1.shape), atol=1e-4)
 
 
+def test_matches_whose_end_leaves_the_image_are_carried_by_their_neighbours():
+    """Where a match's end is past the border the clamped frame says nothing true: its data
+    terms are dropped and the smoothness term brings the motion of the pixels beside it."""
+    frame_t, frame_t2, v = affine_pair(np.zeros((2, 2)), np.array([2.6, -0.4]))
+    xs, ys = pixels()
+    p = np.stack([xs, ys], axis=-1)
+    e = off_by(v, 0.7)
+    r1, r3, _ = run_refine(frame_t, frame_t2, p - v - e, p + v + e)
+    error = np.linalg.norm((r3 - r1) - 2 * v, axis=-1)  # [H, W], the border's included
+    outside = (xs < 2.6) | (xs > W - 1 - 2.6)  # columns whose true p1 or p3 is out
+    assert outside.sum() >= 5 * H
+    assert error[3:-3][outside[3:-3]].max() < 0.2, error[3:-3][outside[3:-3]].max()  # 1 px without
+    assert interior(error).max() < 0.05
+
+
 def test_holding_frame_t_moves_only_the_second_end():
     frame_t, frame_t2, v = affine_pair(np.zeros((2, 2)), np.array([0.5, 0.25]))
     xs, ys = pixels()

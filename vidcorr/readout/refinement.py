@@ -23,11 +23,12 @@ OpenCV's ``VariationalRefinement``, against which the tests check this stage.
                 + alpha/2 Psi(|grad u|^2),     Psi(s^2) = sqrt(s^2 + eps^2),
 
 with DeepFlow's normalisation ``n = |grad I|^2 + zeta^2`` of each constancy term
-and the colour channels averaged. It is minimised in ``rounds`` of re-warping
-(the frames sampled at the current positions, the constancy terms linearised
-around them with the derivatives of the warped pair's average), each with
-``iterations`` fixed-point steps (the robust weights lagged) of ``sweeps``
-red-black block-SOR sweeps over the 2x2 systems per pixel. All loops are
+and the colour channels averaged; a pixel with an end outside its frame has no
+constancy terms (DeepFlow's warp mask), so smoothness carries it. It is minimised
+in ``rounds`` of re-warping (the frames sampled at the current positions, the
+constancy terms linearised around them with the derivatives of the warped pair's
+average), each with ``iterations`` fixed-point steps (the robust weights lagged)
+of ``sweeps`` red-black block-SOR sweeps over the 2x2 systems per pixel. All loops are
 ``tf.while_loop``: the graph's size does not depend on the iteration counts.
 
 Beside the refined positions it returns each pixel's photometric residual,
@@ -94,8 +95,8 @@ class _Constraint(object):
     """A linearised constancy constraint ``gz + gx du + gy dv = 0`` per colour channel,
     normalised by ``sqrt(gx^2 + gy^2 + zeta^2)`` (DeepFlow's normalisation)."""
 
-    def __init__(self, gx, gy, gz):
-        scale = tf.rsqrt(gx * gx + gy * gy + ZETA ** 2)  # [B, H, W, C]
+    def __init__(self, gx, gy, gz, inside):
+        scale = tf.rsqrt(gx * gx + gy * gy + ZETA ** 2) * inside  # [B, H, W, C]
         self.gx, self.gy, self.gz = gx * scale, gy * scale, gz * scale
         # its least-squares system, the channels' mean: (a11, a12, a22, b1, b2), [B, H, W]
         mean = lambda a, b: tf.reduce_mean(a * b, axis=3)  # noqa: E731
@@ -108,7 +109,7 @@ class _Constraint(object):
         return tf.reduce_mean(r * r, axis=3)  # [B, H, W]
 
 
-def _constraints(warped1, warped3):
+def _constraints(warped1, warped3, inside):
     """The linearised constancy terms of one round: brightness, and the gradient's two
     components. The derivatives are those of the warped pair's average; ``Iz`` its
     difference."""
@@ -116,8 +117,18 @@ def _constraints(warped1, warped3):
     iz = warped3 - warped1
     ix, iy = _dx(avg), _dy(avg)
     ixy = _dy(ix)
-    return (_Constraint(ix, iy, iz),
-            (_Constraint(_dx(ix), ixy, _dx(iz)), _Constraint(ixy, _dy(iy), _dy(iz))))
+    return (_Constraint(ix, iy, iz, inside),
+            (_Constraint(_dx(ix), ixy, _dx(iz), inside),
+             _Constraint(ixy, _dy(iy), _dy(iz), inside)))
+
+
+def _inside(q1, q3, shape):
+    """``[B, h, w, 1]``: 1 where both positions are in the image, else 0 (the data terms of a
+    match whose end left the image say nothing; smoothness carries it)."""
+    limit = tf.cast(tf.stack([shape[2] - 1, shape[1] - 1] * 2), tf.float32)  # (x, y) twice
+    q = tf.concat([q1, q3], axis=3)  # [B, h, w, 4]
+    ok = tf.cast(q >= 0.0, tf.float32) * tf.cast(q <= limit, tf.float32)  # no bool reduction
+    return tf.reduce_min(ok, axis=3, keepdims=True)  # for the ONNX export
 
 
 def _data_system(constraints, du, delta, gamma):
@@ -253,8 +264,9 @@ def _refine(image1, image3, base, u, settings, anchor, unroll):
     masks = (1.0 - parity, parity)  # red, then black pixels, [2, B, h, w]
     for _ in range(rounds):
         flow = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
-        constraints = _constraints(sample_at(image1, base - anchor * flow),
-                                   sample_at(image3, base + (1.0 - anchor) * flow))
+        q1, q3 = base - anchor * flow, base + (1.0 - anchor) * flow  # [B, h, w, 2]
+        constraints = _constraints(sample_at(image1, q1), sample_at(image3, q3),
+                                   _inside(q1, q3, tf.shape(image1)))
 
         def fixed_point(du, u=u, d=constraints):
             shared = _sor_system(u, _data_system(d, du, delta, gamma),
