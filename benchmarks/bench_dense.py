@@ -15,10 +15,13 @@ prints:
   could reach);
 * the total time over the forward passes alone (what the match adds: warps, blend
   moments, smoothing, resampling, the confidence);
-* peak RSS of the process (after the unrefined match; then after the refined one).
+* peak RSS of the process (after the unrefined match; then after the refined one);
+* with ``--batch N``: the pairs per second of the size's match graph given N pairs in one
+  batch (one ``sess.run``) against the same N pairs one at a time, per refinement (the
+  batch runs after the single pairs, so the RSS column is not the batch's).
 
     python benchmarks/bench_dense.py [--sizes 128x384,288x384,480x640,720x1280] [--threads 2]
-        [--refine none,variational] [--repeats 3]
+        [--refine none,variational] [--repeats 3] [--batch 8]
 """
 
 import argparse
@@ -88,7 +91,18 @@ def _best(run, repeats):
     return min(times)
 
 
-def child(size, threads, refines, repeats):
+def batch_gain(matcher, a, b, batch, repeats):
+    """``(seconds for batch pairs one at a time, seconds for them in one batch)`` through the
+    size's cached match graph (the least of ``repeats`` each, after a warm-up)."""
+    graph = matcher.readout.graph_for(*a.shape[:2])
+    one = lambda: [graph.run(a[None], b[None]) for _ in range(batch)]  # noqa: E731
+    many = lambda: graph.run(np.stack([a] * batch), np.stack([b] * batch))  # noqa: E731
+    one()
+    many()
+    return _best(one, repeats), _best(many, repeats)
+
+
+def child(size, threads, refines, repeats, batch=0):
     from vidcorr.model.network import forward_flops
     from vidcorr.readout.matching import Matcher
     from vidcorr.readout.pyramid import pyramid_levels, read_out_plan
@@ -99,13 +113,15 @@ def child(size, threads, refines, repeats):
     from scipy import ndimage
     image = np.clip(ndimage.zoom(base, (8, 8, 1), order=3), 0, 1)
     a, b = image[1:h + 1, 2:w + 2].astype(np.float32), image[1:h + 1, :w].astype(np.float32)
-    seconds, rss = {}, {}
+    seconds, rss, batched = {}, {}, {}
     for refine in refines:  # each refinement's match, in this one process
         matcher = Matcher(readout="kernel", threads=threads, min_confidence=0, max_seconds=0,
                           refine=refine)
         matches = matcher.match(a, b, stride=1)  # builds the size's graph
         seconds[refine] = _best(lambda: matcher.match(a, b, stride=1), repeats)
         rss[refine] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # peak so far
+        if batch > 1:
+            batched[refine] = batch_gain(matcher, a, b, batch, repeats)
         if refine != refines[-1]:
             matcher.close()
     plan = read_out_plan(h, w, pyramid_levels(h, w, matcher.options.levels), 1)
@@ -117,7 +133,8 @@ def child(size, threads, refines, repeats):
         flops += matcher.options.passes * forward_flops(level.height, level.width, matcher.spec)
     matcher.close()
     print(json.dumps({"size": size, "matches": len(matches), "seconds": seconds,
-                      "forward": forward, "gflop": flops / 1e9, "rss_mb": rss}))
+                      "forward": forward, "gflop": flops / 1e9, "rss_mb": rss,
+                      "batched": batched}))
 
 
 def main():
@@ -129,11 +146,13 @@ def main():
                              "none (the read-out alone) and variational (default: both)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed runs of each; the least is reported (default 3)")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="also time N pairs in one batch against one at a time")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     refines = [r.strip() for r in args.refine.split(",") if r.strip()]
     if args.child:
-        return child(args.child, args.threads, refines, args.repeats)
+        return child(args.child, args.threads, refines, args.repeats, args.batch)
     limit = conv_limit(args.threads)
     print("convolution limit: %.1f GFLOP/s (best 3x3 convolution, %d threads)\n"
           % (limit, args.threads))
@@ -143,7 +162,8 @@ def main():
     for size in args.sizes.split(","):
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", size,
                                "--threads", str(args.threads), "--refine", args.refine,
-                               "--repeats", str(args.repeats)], stdout=subprocess.PIPE,
+                               "--repeats", str(args.repeats), "--batch", str(args.batch)],
+                              stdout=subprocess.PIPE,
                               universal_newlines=True)
         if proc.returncode:
             print("| %s | failed (exit %d) |" % (size, proc.returncode))
@@ -157,6 +177,10 @@ def main():
                 size, refine, r["matches"], seconds, r["forward"], seconds / r["forward"],
                 "%.2fx" % (seconds / plain) if plain else "-", r["gflop"], rate,
                 100 * rate / limit, r["rss_mb"][refine] / 1024.0), flush=True)
+        for refine, (one, many) in sorted(r.get("batched", {}).items()):
+            print("\n%s, refine %s: %d pairs one at a time %.2f s, in one batch %.2f s: "
+                  "%.2fx the pairs per second" % (size, refine, args.batch, one, many, one / many),
+                  flush=True)
     return 0
 
 
