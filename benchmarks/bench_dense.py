@@ -17,8 +17,9 @@ prints:
   moments, smoothing, resampling, the confidence);
 * peak RSS of the process (after the unrefined match; then after the refined one);
 * with ``--batch N``: the pairs per second of the size's match graph given N pairs in one
-  batch (one ``sess.run``) against the same N pairs one at a time, per refinement (the
-  batch runs after the single pairs, so the RSS column is not the batch's).
+  batch (one ``sess.run``) against the same N pairs one at a time, per refinement (each
+  batch runs after its refinement's peak RSS is read, so the column includes the batches of
+  the refinements before it, not its own).
 
     python benchmarks/bench_dense.py [--sizes 128x384,288x384,480x640,720x1280] [--threads 2]
         [--refine none,variational] [--repeats 3] [--batch 8]
