@@ -16,8 +16,9 @@ prints:
 * the total time over the forward passes alone (what the match adds: warps, blend
   moments, smoothing, resampling, the confidence);
 * peak RSS of the process (after the unrefined match; then after the refined one);
-* with ``--batch N``: the pairs per second of the size's match graph given N pairs in one
-  batch (one ``sess.run``) against the same N pairs one at a time, per refinement (each
+* with ``--batch N``: the pairs per second of the size's match graph given N copies of the
+  benchmark's pair in one batch (one ``sess.run``) against them one at a time, per
+  refinement (copies: the same work per pair, no other pair's content to time; each
   batch runs after its refinement's peak RSS is read, so the column includes the batches of
   the refinements before it, not its own).
 
