@@ -99,14 +99,14 @@ def main(argv=None):
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a MatchOptions field for vidcorr's read-out, e.g. passes=1")
     args = parser.parse_args(argv)
-    import vidcorr
+    from vidcorr.apps.track import track, tracking_matcher
     from vidcorr.tracking.chain import TrackSettings
 
     os.makedirs(args.out_dir, exist_ok=True)
     h, w = args.size
     settings = TrackSettings(consistency=not args.no_consistency, anchor_every=args.anchor_every)
     options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
-    matcher = vidcorr.Matcher(**options)
+    matcher = tracking_matcher(**options)  # the tracking defaults, --option over them
     rows = []
     print("| clip | method | " + " | ".join(COLUMNS) + " |")
     print("|---|---|" + "---|" * len(COLUMNS))
@@ -123,9 +123,8 @@ def main(argv=None):
         at = np.zeros(len(queries), int)
         start = time.time()
         with quiet_stderr(True):
-            result = vidcorr.track(folder, queries=queries, matcher=matcher, settings=settings,
-                                   out=os.path.join(args.out_dir, name + "_tracks"),
-                                   progress=False)
+            result = track(folder, queries=queries, matcher=matcher, settings=settings,
+                           out=os.path.join(args.out_dir, name + "_tracks"), progress=False)
         runs = {"vidcorr": (result.tracks, result.visible, result.seconds["total"])}
         del start
         for method, fn in (("dis", dis_tracks), ("lk", lk_tracks)):

@@ -3,7 +3,8 @@
 For a few pairs (frame t, frame t + gap) of the clip's background (away from the disc and
 16 px from the borders, every 4th pixel), the signed and absolute error of each method's
 displacement from frame t's pixels against the clip's true motion: vidcorr's default read-out
-inverted to frame t's pixels (``vidcorr.frame_flows``, ``t_to_t2``), and OpenCV's
+inverted to frame t's pixels (``vidcorr.frame_flows``, ``t_to_t2``), the same with the
+refinement's B-spline sampler (tracking's default, ``refine_sampler="bspline"``), and OpenCV's
 ``calcOpticalFlowPyrLK`` (21x21 window, 4 levels, the stopping rule of the study's LK
 tracker) on the same points.
 
@@ -28,7 +29,8 @@ PAIRS = [(0, 1), (10, 1), (8, 8)]
 
 def main():
     clip = clips(H, W, 40)["translate"]
-    matcher = Matcher(min_confidence=0)
+    matchers = [("vidcorr", Matcher(min_confidence=0)),
+                ("vidcorr, B-spline sampler", Matcher(min_confidence=0, refine_sampler="bspline"))]
     yy, xx = np.mgrid[16:H - 16:4, 16:W - 16:4]
     pts = np.stack([xx.ravel(), yy.ravel()], -1).astype(np.float64)
     print("| pair | true motion (x, y) px | method | median signed error (x, y) px | "
@@ -39,16 +41,18 @@ def main():
         truth = bg.forward(bg.backward(pts, t), t + gap) - pts
         keep = (clip.which_layer(pts, t) == 0) & (clip.which_layer(pts + truth, t + gap) == 0)
         a, b = clip.frame(t), clip.frame(t + gap)
-        flow = frame_flows(matcher.match(a.astype(np.float32) / 255, b.astype(np.float32) / 255,
-                                         stride=1))["t_to_t2"]
-        ours = flow[pts[:, 1].astype(int), pts[:, 0].astype(int)]
+        rows = []
+        for name, matcher in matchers:
+            flow = frame_flows(matcher.match(a.astype(np.float32) / 255,
+                                             b.astype(np.float32) / 255, stride=1))["t_to_t2"]
+            ours = flow[pts[:, 1].astype(int), pts[:, 0].astype(int)]
+            rows.append((name, ours, np.isfinite(ours).all(1)))
         grey = [cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in (a, b)]
         moved, status, _ = cv2.calcOpticalFlowPyrLK(
             grey[0], grey[1], pts.astype(np.float32)[:, None], None, winSize=(21, 21),
             maxLevel=3, criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
         lk = moved[:, 0].astype(np.float64) - pts
-        for name, est, ok in (("vidcorr", ours, np.isfinite(ours).all(1)),
-                              ("pyramidal LK", lk, status[:, 0] == 1)):
+        for name, est, ok in rows + [("pyramidal LK", lk, status[:, 0] == 1)]:
             ok = ok & keep
             e = est[ok] - truth[ok]
             print("| %d to %d | (%.3f, %.3f) | %s | (%+.4f, %+.4f) | %.4f | %d |" % (

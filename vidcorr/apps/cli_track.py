@@ -57,11 +57,10 @@ def track_main(argv=None):
 
 
 def _track(args, settings):
-    from vidcorr.apps.track import track
-    from vidcorr.readout.matching import Matcher
+    from vidcorr.apps.track import track, tracking_matcher
 
     def work():
-        matcher = Matcher(args.checkpoint, readout="kernel") if args.checkpoint else None
+        matcher = tracking_matcher(args.checkpoint) if args.checkpoint else None
         return track(args.source, queries=args.queries, grid=args.grid, best=args.best,
                      start=args.start, end=args.end, every=args.every, matcher=matcher,
                      settings=settings, max_height=args.max_height, out=args.out,

@@ -41,6 +41,7 @@ NORMS = ("l2", "l1", "max")  # the sensitivity's reduction over a frame's channe
 SUBPIXEL_METHODS = ("centroid", "quadratic")  # the sensitivity peak's sub-pixel step
 REFINE_METHODS = ("variational", "none")  # the refinement on the frames (readout/refinement.py)
 DEFAULT_REFINE = "variational"
+REFINE_SAMPLERS = ("bilinear", "bspline", "spline")  # vidcorr.model.sampling's, without TF
 DEFAULT_MEMORY_MB = 1024  # one batched backward pass's budget
 DEFAULT_RADIUS = 4  # the sensitivity's second peak is searched this far from the first
 # The kernel read-out's defaults, chosen on the evaluation pairs (docs/readouts.md).
@@ -57,6 +58,7 @@ DEFAULT_REFINE_ALPHA = 10.0
 DEFAULT_REFINE_DELTA = 5.0
 DEFAULT_REFINE_GAMMA = 10.0
 DEFAULT_REFINE_SCALES = 2
+DEFAULT_REFINE_SAMPLER = "bilinear"
 DEFAULT_RESIDUAL_SCALE = 0.02  # the residual (0-1 grey) at which its confidence term is 1/2
 
 
@@ -106,6 +108,10 @@ class MatchOptions:
         ``refine_gamma``: gradient constancy.
       refine_scales: the image scales it refines on, coarse to fine, each half the last's
         size (1: only the images' own size).
+      refine_sampler: how it samples the frames: ``bilinear``, ``bspline`` (the cubic
+        B-spline kernel, a little smoothing) or ``spline`` (the interpolating cubic spline);
+        the spline kernels are nearly free of bilinear sampling's shift at fractional
+        positions (:mod:`vidcorr.model.sampling`).
       residual_scale: the refined match's photometric residual (0-1 grey) at which its
         confidence term is 1/2 (0: no such term).
     """
@@ -134,12 +140,14 @@ class MatchOptions:
     refine_delta: float = DEFAULT_REFINE_DELTA
     refine_gamma: float = DEFAULT_REFINE_GAMMA
     refine_scales: int = DEFAULT_REFINE_SCALES
+    refine_sampler: str = DEFAULT_REFINE_SAMPLER
     residual_scale: float = DEFAULT_RESIDUAL_SCALE
 
     def __post_init__(self):
         for name, values in (("readout", registry.names()), ("statistic", STATISTICS),
                              ("norm", NORMS), ("subpixel", SUBPIXEL_METHODS),
-                             ("refine", REFINE_METHODS)):
+                             ("refine", REFINE_METHODS),
+                             ("refine_sampler", REFINE_SAMPLERS)):
             if getattr(self, name) not in values:
                 raise UserError("%s must be one of %s, got %r"
                                 % (name, ", ".join(values), getattr(self, name)))

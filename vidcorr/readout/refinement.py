@@ -29,7 +29,10 @@ in ``rounds`` of re-warping (the frames sampled at the current positions, the
 constancy terms linearised around them with the derivatives of the warped pair's
 average), each with ``iterations`` fixed-point steps (the robust weights lagged)
 of ``sweeps`` red-black block-SOR sweeps over the 2x2 systems per pixel. All loops are
-``tf.while_loop``: the graph's size does not depend on the iteration counts.
+``tf.while_loop``: the graph's size does not depend on the iteration counts. The frames
+are read by ``settings.sampler`` (:mod:`vidcorr.model.sampling`): bilinear, or a spline
+kernel nearly free of bilinear sampling's shift at fractional positions, which biases
+the energy's minimum by a few hundredths of a pixel.
 
 Beside the refined positions it returns each pixel's photometric residual,
 ``mean_c |I3_c(p3) - I1_c(p1)|`` (0-1 scale), averaged over a 3x3 window: a
@@ -41,7 +44,7 @@ import collections
 import numpy as np
 
 from vidcorr.compat import default_device, session_config, tf
-from vidcorr.model.warping import sample_at
+from vidcorr.model.sampling import sampler as frame_sampler
 
 __all__ = ["refine_field", "RefineSettings", "RefineGraph", "residual_confidence", "OMEGA",
            "ZETA", "EPSILON", "SCALE"]
@@ -52,12 +55,15 @@ EPSILON = 1e-3  # the robust penalty's smoothing
 SCALE = 255.0  # images are refined on a 0-255 scale, so alpha, delta, gamma mean OpenCV's
 
 RefineSettings = collections.namedtuple(
-    "RefineSettings", ["rounds", "iterations", "sweeps", "alpha", "delta", "gamma", "scales"])
-RefineSettings.__new__.__defaults__ = (1,)
+    "RefineSettings", ["rounds", "iterations", "sweeps", "alpha", "delta", "gamma", "scales",
+                       "sampler"])
+RefineSettings.__new__.__defaults__ = (1, "bilinear")
 RefineSettings.__doc__ = """The refinement's solver and energy: ``rounds`` re-warpings, each
 of ``iterations`` fixed-point steps of ``sweeps`` red-black SOR sweeps (each >= 1); the
 smoothness weight ``alpha``, brightness constancy ``delta``, gradient constancy ``gamma``;
-``scales`` (default 1) the image scales refined coarse to fine (each half the last's size).
+``scales`` (default 1) the image scales refined coarse to fine (each half the last's size);
+``sampler`` (default ``bilinear``) the frames' sampler, a name in
+:data:`vidcorr.model.sampling.SAMPLERS`.
 :meth:`from_options` reads them from a :class:`vidcorr.readout.options.MatchOptions`."""
 
 
@@ -65,7 +71,7 @@ def _from_options(options):
     """The :class:`RefineSettings` of a :class:`vidcorr.readout.options.MatchOptions`."""
     return RefineSettings(options.refine_rounds, options.refine_iterations,
                           options.refine_sweeps, options.refine_alpha, options.refine_delta,
-                          options.refine_gamma, options.refine_scales)
+                          options.refine_gamma, options.refine_scales, options.refine_sampler)
 
 
 RefineSettings.from_options = staticmethod(_from_options)
@@ -251,10 +257,12 @@ def _coarse_correction(image1, image3, base, u, settings, anchor, unroll):
 def _refine(image1, image3, base, u, settings, anchor, unroll):
     """``u`` [2, B, h, w] refined around ``base`` [B, h, w, 2] on images on the 0-255 scale,
     first (``settings.scales`` > 1) on the images halved, then at their own size."""
-    rounds, iterations, sweeps, alpha, delta, gamma, scales = settings
+    rounds, iterations, sweeps, alpha, delta, gamma, scales, sampler = settings
     if scales > 1:
         u = u + _coarse_correction(image1, image3, base, u, settings._replace(scales=scales - 1),
                                    anchor, unroll)
+    prepare, sample = frame_sampler(sampler)
+    image1, image3 = prepare(image1), prepare(image3)  # once for all rounds
     shape = tf.shape(base)
     ones = tf.ones(shape[:3])  # [B, h, w]
     last_x = tf.concat([ones[:, :, 1:], 0 * ones[:, :, :1]], axis=2)  # 0 on the last column
@@ -265,7 +273,8 @@ def _refine(image1, image3, base, u, settings, anchor, unroll):
     for _ in range(rounds):
         flow = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
         q1, q3 = base - anchor * flow, base + (1.0 - anchor) * flow  # [B, h, w, 2]
-        constraints = _constraints(sample_at(image1, q1), sample_at(image3, q3),
+        constraints = _constraints(sample(image1, q1[..., 0], q1[..., 1]),
+                                   sample(image3, q3[..., 0], q3[..., 1]),
                                    _inside(q1, q3, tf.shape(image1)))
 
         def fixed_point(du, u=u, d=constraints):
@@ -294,7 +303,8 @@ def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
 
     Returns:
       ``(p1, p3, residual)``: refined ``[B, h, w, 2]`` positions, and ``[B, h, w]`` the
-      photometric residual at them, averaged over 3x3 pixels (0-1 scale).
+      photometric residual at them (the frames read by the same sampler), averaged over
+      3x3 pixels (0-1 scale).
     """
     image1, image3 = image1 * SCALE, image3 * SCALE
     base = p1 + anchor * (p3 - p1)  # the held point, [B, h, w, 2]
@@ -302,8 +312,10 @@ def refine_field(image1, image3, p1, p3, settings, anchor=0.5, unroll=False):
     u = _refine(image1, image3, base, u, settings, anchor, unroll)
     u = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
     p1, p3 = base - anchor * u, base + (1.0 - anchor) * u
-    diff = tf.reduce_mean(tf.abs(sample_at(image3, p3) -
-                                 sample_at(image1, p1)), axis=3, keepdims=True)
+    prepare, sample = frame_sampler(settings.sampler)
+    image1, image3 = prepare(image1), prepare(image3)
+    diff = tf.reduce_mean(tf.abs(sample(image3, p3[..., 0], p3[..., 1]) -
+                                 sample(image1, p1[..., 0], p1[..., 1])), axis=3, keepdims=True)
     residual = tf.nn.avg_pool(tf.pad(diff, [[0, 0], [1, 1], [1, 1], [0, 0]], "SYMMETRIC"),
                               [1, 3, 3, 1], [1, 1, 1, 1], "VALID")[..., 0] / SCALE
     return p1, p3, residual

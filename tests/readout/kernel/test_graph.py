@@ -45,7 +45,7 @@ def test_pyramid_with_the_kernel_readout_recovers_a_24_pixel_translation():
 
 
 def test_graph_warp_equals_the_pyramid_warp(sess, rng):
-    from vidcorr.model.warping import sample_at
+    from vidcorr.model.sampling import sample_at
     from vidcorr.readout.pyramid import sample_field, warp
 
     image = rng.rand(9, 13, 3).astype(np.float32)

@@ -13,7 +13,7 @@ a backward pass per point.
 entry point alike. For a batch of pairs of any size it
 
 1. warps frame t and frame t+2 toward the middle frame by the coarser level's
-   fields (bilinear, :func:`vidcorr.model.warping.sample_at`),
+   fields (bilinear, :func:`vidcorr.model.sampling.sample_at`),
 2. runs the folded network and crops its logits to the image (the network's own
    ``crop`` endpoint),
 3. reduces the ``[B, H, W, 2K^2]`` logits to a few numbers per pixel and frame
@@ -40,7 +40,7 @@ from vidcorr.compat import tf
 from vidcorr.model import kernels
 from vidcorr.model.network import mind
 from vidcorr.model.spec import MODEL_SCOPE
-from vidcorr.model.warping import sample_at
+from vidcorr.model.sampling import sample_at
 from vidcorr.readout.options import DEFAULT_STATISTIC
 
 __all__ = ["blend_level", "blend_moments", "reflect_positions", "pixel_grid", "tempered",

@@ -16,7 +16,7 @@ runtime runs them, ONNX included):
 """
 
 from vidcorr.compat import tf
-from vidcorr.model.warping import sample_at
+from vidcorr.model.sampling import sample_at
 
 __all__ = ["area_downscale", "upsample_fields", "upsample_exact"]
 
