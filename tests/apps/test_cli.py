@@ -25,6 +25,7 @@ def _usage_error(main, argv, capsys):
     ("--max-seconds", "-1", "--max-seconds must be >= 0"),
     ("--max-size", "8", "--max-size must be an integer of at least"),
     ("--refine", "lk", "argument --refine: invalid choice: 'lk'"),
+    ("--refine-sampler", "cubic", "argument --refine-sampler: invalid choice: 'cubic'"),
 ])
 def test_bad_match_options_name_their_flag(flag, value, message, capsys):
     line = _usage_error(cli.correspond_main, PAIR + [flag, value], capsys)
