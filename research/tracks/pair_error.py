@@ -5,8 +5,8 @@ For a few pairs (frame t, frame t + gap) of the clip's background (away from the
 displacement from frame t's pixels against the clip's true motion: vidcorr's default read-out
 inverted to frame t's pixels (``vidcorr.frame_flows``, ``t_to_t2``), the same with the
 refinement's B-spline sampler (tracking's default, ``refine_sampler="bspline"``), and OpenCV's
-``calcOpticalFlowPyrLK`` (21x21 window, 4 levels, the stopping rule of the study's LK
-tracker) on the same points.
+``calcOpticalFlowPyrLK`` (the study's LK tracker's settings, ``lk_params``) on the same
+points.
 
     python research/tracks/pair_error.py            # needs the eval extra (OpenCV)
 """
@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmar
 from track_study import clips  # noqa: E402
 
 import cv2  # noqa: E402
+from vidcorr.evaluation.tracks import lk_params  # noqa: E402
 from vidcorr.readout.matching import Matcher  # noqa: E402
 from vidcorr.tracking.inversion import frame_flows  # noqa: E402
 
@@ -49,8 +50,7 @@ def main():
             rows.append((name, ours, np.isfinite(ours).all(1)))
         grey = [cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in (a, b)]
         moved, status, _ = cv2.calcOpticalFlowPyrLK(
-            grey[0], grey[1], pts.astype(np.float32)[:, None], None, winSize=(21, 21),
-            maxLevel=3, criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
+            grey[0], grey[1], pts.astype(np.float32)[:, None], None, **lk_params(cv2))
         lk = moved[:, 0].astype(np.float64) - pts
         for name, est, ok in rows + [("pyramidal LK", lk, status[:, 0] == 1)]:
             ok = ok & keep

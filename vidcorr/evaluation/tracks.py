@@ -16,7 +16,7 @@ The peers follow points the way a user would with OpenCV:
   (the forward flow is the pair's map, its forward-backward error the check), so
   the two differ only in the correspondences;
 * :func:`lk_tracks`: OpenCV's pyramidal Lucas-Kanade tracker
-  (``calcOpticalFlowPyrLK``, 21x21 windows, 3 levels) forward and back, a point
+  (``calcOpticalFlowPyrLK``, :func:`lk_params`: 21x21 windows, maxLevel 3) forward and back, a point
   visible where both succeed and the round trip returns within the tolerance.
 """
 
@@ -27,9 +27,16 @@ from vidcorr.io.video import uint8_to_float
 from vidcorr.tracking.chain import Chain, PairReadout, TrackSettings
 from vidcorr.tracking.inversion import apply_map
 
-__all__ = ["tapvid_metrics", "drift", "dis_tracks", "lk_tracks", "THRESHOLDS"]
+__all__ = ["tapvid_metrics", "drift", "dis_tracks", "lk_tracks", "lk_params", "THRESHOLDS"]
 
 THRESHOLDS = (1, 2, 4, 8, 16)
+LK_WINDOW, LK_LEVELS, LK_STOP = 21, 3, (30, 0.01)  # window, pyramid levels, (steps, eps)
+
+
+def lk_params(cv2):
+    """The Lucas-Kanade tracker's ``calcOpticalFlowPyrLK`` keywords (``cv2`` the module)."""
+    return dict(winSize=(LK_WINDOW, LK_WINDOW), maxLevel=LK_LEVELS,
+                criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT,) + LK_STOP)
 
 
 def tapvid_metrics(tracks, visible, truth, truth_visible, query_frames):
@@ -131,8 +138,7 @@ def lk_tracks(frames, queries_xy, tolerance=1.0):
       ``(tracks [N, T, 2], visible [N, T])``.
     """
     cv2 = require_cv2("the Lucas-Kanade tracker")
-    params = dict(winSize=(21, 21), maxLevel=3,
-                  criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 30, 0.01))
+    params = lk_params(cv2)
     tracks, visible, previous = [], [], None
     position = np.asarray(queries_xy, np.float32).copy()
     velocity = np.zeros_like(position)
