@@ -6,7 +6,7 @@ import pytest
 from scipy import ndimage
 
 from vidcorr.compat import tf
-from vidcorr.model.sampling import bspline_sample, sample_at, spline_prefilter
+from vidcorr.model.sampling import bspline_columns, bspline_sample, sample_at, spline_prefilter
 
 
 def _scipy(images, x, y, prefilter):
@@ -28,7 +28,7 @@ def test_bspline_sample_matches_scipy_inside_and_outside(sess, rng):
     x = rng.uniform(-3, 11, (2, 4, 5)).astype(np.float32)  # some beyond either side
     y = rng.uniform(-3, 9, (2, 4, 5)).astype(np.float32)
     x[0, 0, :2], y[0, 0, :2] = [0.0, 8.0], [0.0, 6.0]  # the first and last pixel exactly
-    got = sess.run(bspline_sample(tf.constant(images), tf.constant(x), tf.constant(y)))
+    got = sess.run(bspline_sample(bspline_columns(images), tf.constant(x), tf.constant(y)))
     np.testing.assert_allclose(got, _scipy(images, x, y, prefilter=False), atol=1e-5)
     stacked = sess.run(sample_at(tf.constant(images), tf.constant(np.stack([x, y], -1)),
                                  "bspline"))
@@ -41,7 +41,7 @@ def test_bspline_sample_keeps_a_constant_and_a_ramp(sess, rng):
     images = np.stack([np.full_like(xs, 0.3), 0.1 * xs - 0.05 * ys], -1)[None]  # [1, 8, 10, 2]
     x = rng.uniform(1, 7.9, (1, 5, 6)).astype(np.float32)  # two pixels from the right border
     y = rng.uniform(1, 5.9, (1, 5, 6)).astype(np.float32)
-    got = sess.run(bspline_sample(tf.constant(images), tf.constant(x), tf.constant(y)))
+    got = sess.run(bspline_sample(bspline_columns(images), tf.constant(x), tf.constant(y)))
     np.testing.assert_allclose(got[..., 0], 0.3, atol=1e-6)
     np.testing.assert_allclose(got[..., 1], 0.1 * x - 0.05 * y, atol=1e-5)
 
@@ -53,7 +53,7 @@ def test_bspline_sample_gradient_by_finite_differences(sess, rng):
     weights = rng.randn(1, 3, 4, 2)
     xt = tf.constant(x.astype(np.float32))
     yt = tf.constant(y.astype(np.float32))
-    objective = tf.reduce_sum(bspline_sample(tf.constant(images), xt, yt) * weights)
+    objective = tf.reduce_sum(bspline_sample(bspline_columns(images), xt, yt) * weights)
     gx, gy = sess.run(tf.gradients(objective, [xt, yt]))
     eps = 1e-4
     f = lambda xx, yy: (_scipy(images, xx, yy, False) * weights).sum(-1)  # noqa: E731

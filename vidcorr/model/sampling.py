@@ -5,12 +5,11 @@ repeat its border, and are differentiable in the positions):
 
 * ``bilinear`` (:func:`bilinear_sample`): four pixels. The sampler of the warp loss and
   the read-out's warps.
-* ``bspline``: a cubic B-spline kernel over 4 x 4 pixels (:func:`bspline_sample`). Without
-  a prefilter it does not pass through the pixels: it smooths a little, about as a Gaussian
-  of sigma 0.58 px would.
+* ``bspline``: a cubic B-spline kernel over 4 x 4 pixels (:func:`bspline_columns`, then
+  :func:`bspline_sample`). Without a prefilter it does not pass through the pixels: it
+  smooths a little, about as a Gaussian of sigma 0.58 px would.
 * ``spline``: the interpolating cubic spline, the B-spline kernel on the image's spline
-  coefficients (:func:`spline_prefilter`, then :func:`bspline_sample`). It passes through
-  the pixels.
+  coefficients (:func:`spline_prefilter` first). It passes through the pixels.
 
 Why more than bilinear: bilinear interpolation is not shift-invariant. An image sampled
 at a fraction f of a pixel looks shifted by an amount that grows with its fine texture
@@ -20,15 +19,16 @@ Chained along a track, that bias adds up. The spline kernels are smooth, and the
 is several times smaller (docs/refinement.md, "The sampler").
 
 A sampler is used in two steps, ``sample(prepare(images), x, y)``: ``prepare`` (the
-spline's prefilter, or nothing) once per image, ``sample`` at every warp.
+B-spline's layout of columns and the spline's prefilter, or nothing) once per image,
+``sample`` at every warp.
 """
 
 import numpy as np
 
 from vidcorr.compat import tf
 
-__all__ = ["bilinear_sample", "bspline_sample", "spline_prefilter", "sampler", "sample_at",
-           "SAMPLERS"]
+__all__ = ["bilinear_sample", "bspline_columns", "bspline_sample", "spline_prefilter",
+           "sampler", "sample_at", "SAMPLERS"]
 
 SPLINE_POLE = 3.0 ** 0.5 - 2.0  # the pole of the cubic B-spline's inverse filter
 SPLINE_TAPS = 8  # the prefilter's taps each side: |pole|^8 < 3e-5
@@ -79,16 +79,24 @@ def _bspline_weights(t):
                       -3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0, t3], axis=-1) / 6.0
 
 
-def bspline_sample(images, x, y):
-    """``images`` sampled at float positions with the cubic B-spline kernel (4 x 4 pixels),
-    positions clamped to the image and its border repeated.
+def bspline_columns(images):
+    """``images [B, H, W, C]`` laid out for :func:`bspline_sample`: each pixel's columns
+    x - 1 .. x + 2 side by side, ``[B, H, W, 4 C]`` (the border repeated), so the four
+    columns of a row come from one gather. Made once per image, read at every warp."""
+    images = tf.convert_to_tensor(images)
+    width = tf.shape(images)[2]
+    padded = tf.concat([images[:, :, :1], images, images[:, :, -1:], images[:, :, -1:]],
+                       axis=2)  # [B, H, W + 3, C]
+    return tf.concat([padded[:, :, k:k + width] for k in range(4)], axis=3)  # [B, H, W, 4C]
 
-    The four columns of a row come from one gather: the image is first laid out with each
-    pixel's four column neighbours side by side (``[B, H, W, 4 C]``), so a sample costs
-    four gathers, as a bilinear one does.
+
+def bspline_sample(columns, x, y):
+    """An image sampled at float positions with the cubic B-spline kernel (4 x 4 pixels),
+    positions clamped to the image and its border repeated; four gathers, as a bilinear
+    sample takes.
 
     Args:
-      images: ``[B, H, W, C]``.
+      columns: ``[B, H, W, 4 C]``, the image laid out by :func:`bspline_columns`.
       x: ``[B, h, w]`` column positions (pixels; 0 is the first column's centre).
       y: ``[B, h, w]`` row positions.
 
@@ -96,17 +104,13 @@ def bspline_sample(images, x, y):
       ``[B, h, w, C]``; differentiable in ``x`` and ``y`` (zero gradient where a position is
       clamped).
     """
-    images = tf.convert_to_tensor(images)
-    shape = tf.shape(images)
+    columns = tf.convert_to_tensor(columns)
+    shape = tf.shape(columns)
     b, height, width = shape[0], shape[1], shape[2]
-    channels = images.shape[-1]
-    x0, y0, fx, fy = _clamped(images, x, y)
+    channels = int(columns.shape[-1]) // 4
+    x0, y0, fx, fy = _clamped(columns, x, y)
     wx, wy = _bspline_weights(fx), _bspline_weights(fy)  # [B, h, w, 4]
-    # columns x - 1 .. x + 2 of every pixel side by side, the border repeated
-    padded = tf.concat([images[:, :, :1], images, images[:, :, -1:], images[:, :, -1:]],
-                       axis=2)  # [B, H, W + 3, C]
-    rows = tf.concat([padded[:, :, k:k + width] for k in range(4)], axis=3)  # [B, H, W, 4C]
-    flat = tf.reshape(rows, [-1, 4 * channels])
+    flat = tf.reshape(columns, [-1, 4 * channels])  # [B H W, 4C]
     base = tf.range(b)[:, None, None] * height * width + x0  # [B, h, w]
     out = 0.0
     for j in range(4):
@@ -119,7 +123,7 @@ def bspline_sample(images, x, y):
 
 def spline_prefilter(images):
     """The cubic spline's coefficients of ``images [B, H, W, C]``: the inverse of the
-    B-spline's ``[1, 4, 1] / 6`` at the pixels, so that :func:`bspline_sample` of them passes
+    B-spline's ``[1, 4, 1] / 6`` at the pixels, so that the B-spline kernel on them passes
     through the pixels.
 
     The inverse filter ``sqrt(3) pole^|k|`` is truncated to ``2 SPLINE_TAPS + 1`` taps
@@ -145,9 +149,13 @@ def _unchanged(images):
     return images
 
 
+def _spline_columns(images):
+    return bspline_columns(spline_prefilter(images))
+
+
 SAMPLERS = {"bilinear": (_unchanged, bilinear_sample),
-            "bspline": (_unchanged, bspline_sample),
-            "spline": (spline_prefilter, bspline_sample)}
+            "bspline": (bspline_columns, bspline_sample),
+            "spline": (_spline_columns, bspline_sample)}
 
 
 def sampler(name):
