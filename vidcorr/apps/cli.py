@@ -13,15 +13,12 @@ import inspect
 import os
 import sys
 
+from vidcorr.apps.cli_match import add_match_arguments, match_options
 from vidcorr.readout import registry
-from vidcorr.readout.budget import DEFAULT_MAX_SECONDS
-from vidcorr.readout.confidence import DEFAULT_MIN_CONFIDENCE
 from vidcorr.errors import UserError, run_cli
 from vidcorr.evaluation.peers import PEERS
-from vidcorr.readout.options import (DEFAULT_MEMORY_MB, DEFAULT_READOUT, DEFAULT_REFINE,
-                                     DEFAULT_REFINE_SAMPLER, REFINE_METHODS, REFINE_SAMPLERS,
-                                     MatchOptions)
-from vidcorr.readout.pyramid import DEFAULT_STRIDE, UPSAMPLES
+from vidcorr.readout.options import REFINE_METHODS
+from vidcorr.readout.pyramid import DEFAULT_STRIDE
 from vidcorr.quiet import quiet_stderr
 
 __all__ = ["train_main", "correspond_main", "evaluate_main", "export_main", "adapt_main"]
@@ -139,41 +136,12 @@ def correspond_main(argv=None):
                                              "(default: the packaged model)")
     parser.add_argument("--stride", type=int, default=DEFAULT_STRIDE,
                         help="grid stride in pixels")
-    parser.add_argument("--max-size", type=int, help="downscale pairs whose longer side exceeds "
-                                                     "this; matches are mapped back")
-    parser.add_argument("--levels", type=int,
-                        help="pyramid levels of the coarse-to-fine read-out; 1 reads out at "
-                             "full size only (default: by the size, 3 up to 384 pixels and "
-                             "one more each time the longer side doubles)")
-    parser.add_argument("--upsample", type=int, default=1, choices=UPSAMPLES,
-                        help="also read out at 2 or 4 times the size after the finest level: "
-                             "sub-pixel motion, 3-4x the time with 2 (default 1: none)")
-    parser.add_argument("--readout", choices=registry.names(), default=DEFAULT_READOUT,
-                        help="kernel: the kernel head's blend weights, one forward pass per "
-                             "level for every pixel; sensitivity: the exact read-out, a "
-                             "backward pass per grid point; auto (the default): kernel where "
-                             "the network has a kernel head")
-    parser.add_argument("--refine", choices=REFINE_METHODS, default=DEFAULT_REFINE,
-                        help="variational (the default): refine the finest level's matches on "
-                             "the frames, to a fraction of a pixel; none: the read-out's own")
-    parser.add_argument("--refine-sampler", choices=REFINE_SAMPLERS,
-                        default=DEFAULT_REFINE_SAMPLER,
-                        help="how the refinement reads the frames: bilinear (the default), "
-                             "bspline (nearly free of bilinear's bias of a few hundredths of "
-                             "a pixel, a little smoother; tracking's default) or spline")
     parser.add_argument("--consistency", action="store_true",
                         help="keep only matches that agree with the swapped pair")
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB,
-                        help="memory budget of a batched backward pass")
     parser.add_argument("--devices", type=int, default=1,
                         help="spread each read-out over N devices (GPUs, or virtual CPU "
                              "devices without them)")
-    parser.add_argument("--min-confidence", type=float, default=DEFAULT_MIN_CONFIDENCE,
-                        help="mark matches below this confidence invalid (peak ratio times "
-                             "texture; default %(default)s)")
-    parser.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS,
-                        help="refuse pairs estimated to take longer (0: no limit; default "
-                             "%(default)s)")
+    add_match_arguments(parser)
     parser.add_argument("--out", default="matches", help="output folder")
     parser.add_argument("--shard", help="K/N: match only every N-th pair from the K-th, so N "
                                         "processes or machines share a workload")
@@ -182,24 +150,9 @@ def correspond_main(argv=None):
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
-    options = match_options(parser, args, ("max_size", "levels", "upsample", "readout",
-                                           "refine", "refine_sampler", "memory_mb",
-                                           "min_confidence", "max_seconds"))
+    options = match_options(parser, args)
     with quiet_stderr(not args.verbose):
         return _correspond(args, options)
-
-
-def match_options(parser, args, names):
-    """The :class:`vidcorr.readout.options.MatchOptions` of the flags ``names``; a bad value
-    is a usage error naming its flag (exit 2)."""
-    try:
-        return MatchOptions(**{n: getattr(args, n) for n in names})
-    except UserError as err:
-        message = str(err)
-        for name in names:
-            if message.startswith(name + " "):
-                message = "--" + name.replace("_", "-") + message[len(name):]
-        parser.error(message)
 
 
 def _correspond(args, options):
