@@ -18,13 +18,9 @@ def _usage_error(main, argv, capsys):
     return capsys.readouterr().err.strip().splitlines()[-1]
 
 
+# every flag's own checks: tests/apps/test_cli_match.py; here, that vidcorr-correspond uses them
 @pytest.mark.parametrize("flag,value,message", [
     ("--levels", "0", "--levels must be an integer >= 1"),
-    ("--memory-mb", "0", "--memory-mb must be an integer >= 1 (MB)"),
-    ("--min-confidence", "2", "--min-confidence must be in [0, 1]"),
-    ("--max-seconds", "-1", "--max-seconds must be >= 0"),
-    ("--max-size", "8", "--max-size must be an integer of at least"),
-    ("--refine", "lk", "argument --refine: invalid choice: 'lk'"),
     ("--refine-sampler", "cubic", "argument --refine-sampler: invalid choice: 'cubic'"),
 ])
 def test_bad_match_options_name_their_flag(flag, value, message, capsys):
