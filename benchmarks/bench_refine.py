@@ -12,7 +12,7 @@ quarter). ``--options`` sets ``MatchOptions`` fields over the defaults. It print
 * seconds per pair without and with the refinement, and their ratio (issue goal: at
   most 1.5 at 288x384);
 * the refinement's graph alone, and its seconds per pixel and sweep against the
-  budget's constant.
+  budget's price (its constant times the sampler's ``REFINE_SAMPLER_COST``).
 
     python benchmarks/bench_refine.py [--sizes 288x384,720x1280] [--threads 1] [--repeats 5]
         [--options '{"refine_scales": 1}']
@@ -84,7 +84,11 @@ def main():
     args = parser.parse_args()
     if args.child:
         return child(args.child, args.threads, args.repeats, json.loads(args.options))
-    from vidcorr.readout.budget import SECONDS_PER_REFINE_SWEEP
+    from vidcorr.readout.budget import REFINE_SAMPLER_COST, SECONDS_PER_REFINE_SWEEP
+    from vidcorr.readout.options import MatchOptions
+
+    sampler = MatchOptions(**json.loads(args.options)).refine_sampler
+    budgeted = SECONDS_PER_REFINE_SWEEP * REFINE_SAMPLER_COST[sampler]  # the budget's price
 
     print("| size | threads | without (s) | with (s) | ratio | refinement graph (s) | "
           "s per pixel-sweep | / budget's |")
@@ -98,7 +102,7 @@ def main():
         print("| %s | %d | %.3f | %.3f | %.2f | %.3f | %.2e | %.2f |" % (
             size, r["threads"], r["none"][0], r["variational"][0],
             r["variational"][0] / r["none"][0], r["refine_graph"], r["per_pixel_sweep"],
-            r["per_pixel_sweep"] / SECONDS_PER_REFINE_SWEEP))
+            r["per_pixel_sweep"] / budgeted))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pytest
 from vidcorr.readout import budget
 from vidcorr.errors import UserError
 from vidcorr.readout.matching import Matcher
-from vidcorr.readout.options import MatchOptions
+from vidcorr.readout.options import REFINE_SAMPLERS, MatchOptions
 from vidcorr.model.spec import NetworkSpec, layer_plan, plan_flops
 from vidcorr.readout.kernel import readout as kernel_readout
 from vidcorr.readout.sensitivity import readout as sensitivity_readout
@@ -171,3 +171,19 @@ def test_the_refinement_is_priced_per_pixel_and_sweep_at_the_finest_level():
         budget.check_budget(SPEC, 259, 384, 8, options.replace(refine="none")).seconds +
         options.refine_rounds * options.refine_iterations * options.refine_sweeps * 259 * 384
         * budget.SECONDS_PER_REFINE_SWEEP)
+
+
+def test_the_refinement_is_priced_by_its_sampler():
+    """A spline sampler's refinement costs REFINE_SAMPLER_COST times bilinear's, and every
+    sampler the options accept has a price."""
+    assert set(budget.REFINE_SAMPLER_COST) == set(REFINE_SAMPLERS)
+    assert budget.REFINE_SAMPLER_COST["bilinear"] == 1.0
+    options = MatchOptions(readout="kernel", levels=3, passes=2)
+    plain = budget.estimate(SPEC, 259, 384, 8, options.replace(refine="none")).seconds
+    bilinear = budget.estimate(SPEC, 259, 384, 8, options).seconds - plain
+    assert bilinear > 0
+    for name in REFINE_SAMPLERS:
+        priced = budget.estimate(SPEC, 259, 384, 8, options.replace(refine_sampler=name))
+        assert priced.seconds - plain == pytest.approx(
+            budget.REFINE_SAMPLER_COST[name] * bilinear)
+

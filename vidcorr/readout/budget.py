@@ -16,7 +16,8 @@ CPU is faster, and ``max_seconds=0`` turns the time guard off.
 The refinement on the frames (:mod:`vidcorr.readout.refinement`) costs its SOR sweeps
 (rounds x iterations x sweeps) over the finest level's pixels, each pixel-sweep
 ``SECONDS_PER_REFINE_SWEEP`` (``benchmarks/bench_refine.py`` measures it), whatever the
-read-out.
+read-out, times the frames' sampler's ``REFINE_SAMPLER_COST`` (the spline samplers read 16
+pixels where bilinear reads 4).
 """
 
 import collections
@@ -27,11 +28,16 @@ from vidcorr.readout import registry
 from vidcorr.readout.pyramid import MIN_SIZE, pyramid_levels, read_out_plan
 
 __all__ = ["Estimate", "estimate", "check_budget", "machine_memory_mb",
-           "SECONDS_PER_REFINE_SWEEP", "DEFAULT_MAX_SECONDS", "MEMORY_SHARE"]
+           "SECONDS_PER_REFINE_SWEEP", "REFINE_SAMPLER_COST", "DEFAULT_MAX_SECONDS",
+           "MEMORY_SHARE"]
 
 # one pixel through one sweep, its share of the data terms (benchmarks/bench_refine.py, one
 # thread: 3.4e-8 at 288x384, 5.6e-8 at 720x1280)
 SECONDS_PER_REFINE_SWEEP = 6.0e-8
+# the refinement's time with each sampler against bilinear's (its graph alone, default
+# settings, 288x384, one thread: benchmarks/bench_refine.py --options, 2026-12-06: 0.250 s
+# bilinear, 0.374 s bspline, 0.383 s spline)
+REFINE_SAMPLER_COST = {"bilinear": 1.0, "bspline": 1.5, "spline": 1.55}
 
 DEFAULT_MAX_SECONDS = 3600.0
 MEMORY_SHARE = 0.8  # refuse work whose estimated peak exceeds this share of the RAM
@@ -74,7 +80,8 @@ def estimate(spec, height, width, stride, options, pairs=1):
     if o.refine != "none":  # the refinement runs once, on the finest level's pixels
         sweeps = o.refine_rounds * o.refine_iterations * o.refine_sweeps
         sweeps *= sum(0.25 ** k for k in range(o.refine_scales))  # coarser scales: 1/4 each
-        seconds += sweeps * level.height * level.width * SECONDS_PER_REFINE_SWEEP
+        seconds += (sweeps * level.height * level.width * SECONDS_PER_REFINE_SWEEP
+                    * REFINE_SAMPLER_COST[o.refine_sampler])
     return Estimate(points * pairs, seconds * pairs, peak)
 
 
