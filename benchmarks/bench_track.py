@@ -2,10 +2,13 @@
 
     python benchmarks/bench_track.py [--size 288x384] [--frames 40]
         [--lengths 100,1000] [--memory-size 96x128] [--work-dir DIR]
+        [--option KEY=VALUE] [--skip-speed] [--skip-memory]
 
 Speed: renders a clip (a smooth random texture turning and drifting under a passing
 disc, :class:`vidcorr.tracking.clips.LayeredClip`) at ``--size``, follows a 16-pixel grid
-through it with :func:`vidcorr.track` with and without the forward-backward read-out,
+through it with :func:`vidcorr.track` (tracking's matcher,
+:func:`vidcorr.apps.track.tracking_matcher`, ``--option`` fields over its defaults) with
+and without the forward-backward read-out,
 and prints frames per second: of the whole call (graph building and drawing excluded),
 and split into the read-outs and the chaining per frame.
 
@@ -16,6 +19,7 @@ prints each run's peak resident memory and its ratio to the shortest clip's.
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -87,17 +91,22 @@ def main():
     parser.add_argument("--memory-size", default="96x128")
     parser.add_argument("--work-dir", help="default: a temporary folder, removed after")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a MatchOptions field over tracking's defaults, e.g. passes=2")
     args = parser.parse_args()
     work = args.work_dir or tempfile.mkdtemp(prefix="bench_track-")
     os.makedirs(work, exist_ok=True)
     try:
         if not args.skip_speed:
             import vidcorr
+            from vidcorr.apps.track import tracking_matcher
             from vidcorr.quiet import quiet_stderr
 
             h, w = (int(v) for v in args.size.split("x"))
             folder = write_clip(os.path.join(work, "speed"), h, w, args.frames)
-            matcher = vidcorr.Matcher()
+            matcher = tracking_matcher(**{k: json.loads(v) for k, v in
+                                          (o.split("=", 1) for o in args.option)})
             print("| size | forward-backward read-out | frames/s | read-out s/frame | "
                   "chaining s/frame |")
             print("|---|---|---|---|---|")
@@ -111,6 +120,9 @@ def main():
                 print("| %dx%d | %s | %.2f | %.3f | %.4f |" % (
                     w, h, "yes" if consistency else "no", n / (s["read_out"] + s["chain"]),
                     s["read_out"] / n, s["chain"] / n), flush=True)
+            matcher.close()
+        if args.skip_memory:
+            return
         lengths = [int(v) for v in args.lengths.split(",")]
         h, w = (int(v) for v in args.memory_size.split("x"))
         print("\n| frames (%dx%d) | peak memory MB | ratio to %d frames |" % (w, h, lengths[0]))
