@@ -36,7 +36,7 @@ OUTPUTS = ("tracks.npz", "tracks.csv", "tracks.png", "tracks.gif")
 # (docs/tracking.md: the B-spline sampler took the translate clip's median drift after
 # 30 frames from 0.216 to 0.051 px). Consecutive frames move little and the refinement
 # makes the matches precise, so one pass per pyramid level does as well as two there, in
-# 0.7 times the read-out's time (docs/tracking.md, "Speed").
+# 0.7-0.8 times the read-out's time (docs/tracking.md, "Speed and memory").
 TRACK_OPTIONS = {"readout": "kernel", "refine_sampler": "bspline", "passes": 1}
 # track()'s keyword choice of points and frames, and their defaults
 CHOICE_DEFAULTS = {"grid": None, "best": None, "start": 0, "end": None, "every": 1,
