@@ -1,5 +1,7 @@
 """vidcorr.track (vidcorr.apps.track): the default model on short clips of known motion."""
 
+import time
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -123,3 +125,26 @@ def test_frame_flows_of_a_real_match_at_frame_t_pixels(clip_dir, matcher):
     assert np.median(error) < 0.15
     with pytest.raises(UserError, match="a match for every pixel"):
         vidcorr.frame_flows(matcher.match(clip.frame(0), clip.frame(2), stride=2))
+
+
+def test_the_clocks_count_each_read_out_once(clip_dir, matcher, monkeypatch):
+    """An anchor's read-out sits inside the chaining step: it is on the read-out clock only
+    (it was on both, so bench_track's chaining time held the anchors' read-outs)."""
+    from vidcorr.apps import track as track_module
+    from vidcorr.tracking.chain import TrackSettings
+
+    read, delay, calls = track_module._ReadOuts.read, 0.4, []
+
+    def slow_read(self, a, b):  # every read-out takes at least `delay` seconds
+        calls.append(1)
+        time.sleep(delay)
+        return read(self, a, b)
+
+    monkeypatch.setattr(track_module._ReadOuts, "read", slow_read)
+    result = track(clip_dir, queries=_queries(0)[:4], matcher=matcher, progress=False,
+                   settings=TrackSettings(anchor_every=2))
+    assert len(calls) == (LENGTH - 1) + (LENGTH - 1) // 2  # the pairs and four anchors
+    assert result.seconds["read_out"] >= delay * len(calls)
+    assert result.seconds["chain"] < delay  # four anchors' sleeps would be 1.6 s
+    assert result.seconds["read_out"] + result.seconds["chain"] <= result.seconds["total"]
+

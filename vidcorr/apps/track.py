@@ -36,7 +36,7 @@ OUTPUTS = ("tracks.npz", "tracks.csv", "tracks.png", "tracks.gif")
 # (docs/tracking.md: the B-spline sampler took the translate clip's median drift after
 # 30 frames from 0.216 to 0.051 px). Consecutive frames move little and the refinement
 # makes the matches precise, so one pass per pyramid level does as well as two there, in
-# 0.7-0.8 times the read-out's time (docs/tracking.md, "Speed and memory").
+# 0.7-0.9 times the read-out's time (docs/tracking.md, "Speed and memory").
 TRACK_OPTIONS = {"readout": "kernel", "refine_sampler": "bspline", "passes": 1}
 # track()'s keyword choice of points and frames, and their defaults
 CHOICE_DEFAULTS = {"grid": None, "best": None, "start": 0, "end": None, "every": 1,
@@ -53,7 +53,8 @@ class Tracks(object):
       confidence: ``[N, T]`` the read-out's confidence at the point (1 at its query).
       queries: ``[N, 3]`` (t, x, y), t a frame index of the source.
       frames: ``[T]`` the source's frame indices.
-      seconds: wall time of the tracking (``read_out``, ``chain`` and ``total``).
+      seconds: wall time of the tracking: ``read_out`` (every pair's read-out, the
+        anchors' too), ``chain`` (the rest of following the points) and ``total``.
     """
 
     def __init__(self, tracks, visible, confidence, queries, frames, seconds=None):
@@ -262,6 +263,11 @@ class _Follow(object):
         self.clock["read_out"] += time.time() - start
         return pair
 
+    def chained(self, start, reads):
+        """Adds the time since ``start`` to the chaining clock, less the read-outs' since then
+        (``reads``: the read-out clock at ``start``): an anchor's read-out is a read-out."""
+        self.clock["chain"] += time.time() - start - (self.clock["read_out"] - reads)
+
     def keep(self, k, frame, pair=None):
         """Frame k and the pair (k-1, k), for the backward pass."""
         if k <= self.last_query:
@@ -287,7 +293,7 @@ class _Follow(object):
             if k >= 2:
                 pair = self.read(uint8_to_float(recent[-1]), image)
             recent.append(frame)
-            start = time.time()
+            start, reads = time.time(), self.clock["read_out"]
             if k >= 1:
                 chain.advance(pair, image, forward=True)
             if every and k >= every and k % every == 0:  # the pair (k - every, k): an anchor
@@ -297,7 +303,7 @@ class _Follow(object):
             starting = np.flatnonzero(self.slots == k)
             chain.start(starting, self.queries[starting, 1:], image)
             self.record(k, chain)
-            self.clock["chain"] += time.time() - start
+            self.chained(start, reads)
             self.keep(k, frame, pair if k >= 1 else None)
 
     def backward(self, progress):
@@ -311,15 +317,15 @@ class _Follow(object):
             with np.load(self._path("pair", k, ".npz")) as data:
                 pair = PairReadout.from_arrays(data)
             j, earlier = k - 1, self._frame(k - 1)
-            start = time.time()
+            start, reads = time.time(), self.clock["read_out"]
             chain.advance(pair, earlier, forward=False)
-            self.clock["chain"] += time.time() - start
             if every and j % every == 0 and j + every <= self.last_query:  # (j, j + every)
                 longer = self.read(earlier, self._frame(j + every))
                 chain.reanchor(longer, self.tracks[:, j + every],
                                self.visible[:, j + every] & (self.slots >= j + every), earlier,
                                forward=False)
             self.record(j, chain)
+            self.chained(start, reads)
 
 
 def write_tracks(result, source, max_height, out, progress=True):
