@@ -147,4 +147,3 @@ def test_the_clocks_count_each_read_out_once(clip_dir, matcher, monkeypatch):
     assert result.seconds["read_out"] >= delay * len(calls)
     assert result.seconds["chain"] < delay  # four anchors' sleeps would be 1.6 s
     assert result.seconds["read_out"] + result.seconds["chain"] <= result.seconds["total"]
-

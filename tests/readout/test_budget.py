@@ -186,4 +186,3 @@ def test_the_refinement_is_priced_by_its_sampler():
         priced = budget.estimate(SPEC, 259, 384, 8, options.replace(refine_sampler=name))
         assert priced.seconds - plain == pytest.approx(
             budget.REFINE_SAMPLER_COST[name] * bilinear)
-
