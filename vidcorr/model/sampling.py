@@ -67,8 +67,11 @@ def bilinear_sample(images, x, y):
     def tap(rows, cols):
         return tf.gather(flat, base + rows * width + cols)  # [B, h, w, C]
 
-    return ((1.0 - fy) * ((1.0 - fx) * tap(y0, x0) + fx * tap(y0, x1))
-            + fy * ((1.0 - fx) * tap(y1, x0) + fx * tap(y1, x1)))
+    # as three interpolations: three broadcasting products, not six (slow on a CPU)
+    top, low = tap(y0, x0), tap(y1, x0)  # [B, h, w, C]
+    top = top + fx * (tap(y0, x1) - top)
+    low = low + fx * (tap(y1, x1) - low)
+    return top + fy * (low - top)
 
 
 def _bspline_weights(t):
@@ -112,13 +115,15 @@ def bspline_sample(columns, x, y):
     wx, wy = _bspline_weights(fx), _bspline_weights(fy)  # [B, h, w, 4]
     flat = tf.reshape(columns, [-1, 4 * channels])  # [B H W, 4C]
     base = tf.range(b)[:, None, None] * height * width + x0  # [B, h, w]
-    out = 0.0
+    # the four rows weighted first, on the gathered columns side by side, then the columns:
+    # one product over the 4 x C columns, not four (a broadcasting product is slow on CPU)
+    rows = []
     for j in range(4):
         row = tf.clip_by_value(y0 + (j - 1), 0, height - 1)
-        taps = tf.gather(flat, base + row * width)  # [B, h, w, 4C]
-        taps = tf.reshape(taps, tf.concat([tf.shape(taps)[:3], [4, channels]], 0))
-        out = out + wy[..., j:j + 1] * tf.reduce_sum(wx[..., None] * taps, axis=3)
-    return out  # [B, h, w, C]
+        rows.append(wy[..., j:j + 1] * tf.gather(flat, base + row * width))  # [B, h, w, 4C]
+    rows = tf.add_n(rows)
+    rows = tf.reshape(rows, tf.concat([tf.shape(rows)[:3], [4, channels]], 0))
+    return tf.reduce_sum(wx[..., None] * rows, axis=3)  # [B, h, w, C]
 
 
 def spline_prefilter(images):

@@ -78,15 +78,15 @@ RefineSettings.from_options = staticmethod(_from_options)
 
 
 def _dx(f):
-    """Central differences along x of ``[B, H, W, C]``, the border repeated."""
-    p = tf.concat([f[:, :, :1], f, f[:, :, -1:]], axis=2)
-    return 0.5 * (p[:, :, 2:] - p[:, :, :-2])
+    """Central differences along x of ``[C, B, H, W]``, the border repeated."""
+    p = tf.concat([f[..., :1], f, f[..., -1:]], axis=3)
+    return 0.5 * (p[..., 2:] - p[..., :-2])
 
 
 def _dy(f):
-    """Central differences along y of ``[B, H, W, C]``, the border repeated."""
-    p = tf.concat([f[:, :1], f, f[:, -1:]], axis=1)
-    return 0.5 * (p[:, 2:] - p[:, :-2])
+    """Central differences along y of ``[C, B, H, W]``, the border repeated."""
+    p = tf.concat([f[:, :, :1], f, f[:, :, -1:]], axis=2)
+    return 0.5 * (p[:, :, 2:] - p[:, :, :-2])
 
 
 def _next(f, axis):
@@ -97,58 +97,63 @@ def _next(f, axis):
     return tf.concat([f[tuple(rest)], f[tuple(last)]], axis=axis)
 
 
-class _Constraint(object):
-    """A linearised constancy constraint ``gz + gx du + gy dv = 0`` per colour channel,
-    normalised by ``sqrt(gx^2 + gy^2 + zeta^2)`` (DeepFlow's normalisation)."""
+def _quadratic(gx, gy, gz):
+    """A linearised constancy constraint ``gz + gx du + gy dv = 0`` per colour channel
+    (each ``[C, B, H, W]``), normalised by ``sqrt(gx^2 + gy^2 + zeta^2)`` (DeepFlow's
+    normalisation), as the channels' mean squared residual, a quadratic form in
+    ``(du, dv)``: its coefficients ``(a11, a12, a22, b1, b2, c)``, each ``[B, H, W]``, with
+    ``E = a11 du^2 + 2 a12 du dv + a22 dv^2 - 2 b1 du - 2 b2 dv + c`` (so ``(a, b)`` is its
+    least-squares system). The channels lead, so their mean is over the outer axis."""
+    scale = tf.rsqrt(gx * gx + gy * gy + ZETA ** 2)  # [C, B, H, W]
+    gx, gy, gz = gx * scale, gy * scale, gz * scale
+    mean = lambda a, b: tf.reduce_mean(a * b, axis=0)  # noqa: E731
+    return (mean(gx, gx), mean(gx, gy), mean(gy, gy), -mean(gx, gz), -mean(gy, gz),
+            mean(gz, gz))
 
-    def __init__(self, gx, gy, gz, inside):
-        scale = tf.rsqrt(gx * gx + gy * gy + ZETA ** 2) * inside  # [B, H, W, C]
-        self.gx, self.gy, self.gz = gx * scale, gy * scale, gz * scale
-        # its least-squares system, the channels' mean: (a11, a12, a22, b1, b2), [B, H, W]
-        mean = lambda a, b: tf.reduce_mean(a * b, axis=3)  # noqa: E731
-        self.system = (mean(self.gx, self.gx), mean(self.gx, self.gy), mean(self.gy, self.gy),
-                       -mean(self.gx, self.gz), -mean(self.gy, self.gz))
 
-    def energy(self, u, v):
-        """The channels' mean squared residual at ``(u, v)`` (each ``[B, H, W, C]``)."""
-        r = self.gz + self.gx * u + self.gy * v  # [B, H, W, C]
-        return tf.reduce_mean(r * r, axis=3)  # [B, H, W]
+def _energy(form, du):
+    """The quadratic ``form`` of :func:`_quadratic` at the increment ``du [2, B, H, W]``:
+    ``[B, H, W]``, at least 0 (float rounding)."""
+    a11, a12, a22, b1, b2, c = form
+    u, v = du[0], du[1]
+    e = u * (a11 * u + 2.0 * (a12 * v - b1)) + v * (a22 * v - 2.0 * b2) + c
+    return tf.maximum(e, 0.0)
 
 
 def _constraints(warped1, warped3, inside):
-    """The linearised constancy terms of one round: brightness, and the gradient's two
-    components. The derivatives are those of the warped pair's average; ``Iz`` its
-    difference."""
-    avg = 0.5 * (warped1 + warped3)  # [B, H, W, C]
+    """The linearised constancy terms of one round as quadratic forms (:func:`_quadratic`),
+    ``(brightness, gradient)``, the gradient's two components summed; ``inside`` ``[B, H,
+    W]`` (0 or 1) zeroes both where an end left its frame. The derivatives are those of the
+    warped pair's average; ``Iz`` its difference. ``warped*`` are ``[B, H, W, C]``."""
+    warped1, warped3 = (tf.transpose(w, [3, 0, 1, 2]) for w in (warped1, warped3))
+    avg = 0.5 * (warped1 + warped3)  # [C, B, H, W]
     iz = warped3 - warped1
     ix, iy = _dx(avg), _dy(avg)
     ixy = _dy(ix)
-    return (_Constraint(ix, iy, iz, inside),
-            (_Constraint(_dx(ix), ixy, _dx(iz), inside),
-             _Constraint(ixy, _dy(iy), _dy(iz), inside)))
+    brightness = _quadratic(ix, iy, iz)
+    along_x, along_y = _quadratic(_dx(ix), ixy, _dx(iz)), _quadratic(ixy, _dy(iy), _dy(iz))
+    gradient = [x + y for x, y in zip(along_x, along_y)]
+    return [k * inside for k in brightness], [k * inside for k in gradient]
 
 
 def _inside(q1, q3, shape):
-    """``[B, h, w, 1]``: 1 where both positions are in the image, else 0 (the data terms of a
+    """``[B, h, w]``: 1 where both positions are in the image, else 0 (the data terms of a
     match whose end left the image say nothing; smoothness carries it)."""
     limit = tf.cast(tf.stack([shape[2] - 1, shape[1] - 1] * 2), tf.float32)  # (x, y) twice
     q = tf.concat([q1, q3], axis=3)  # [B, h, w, 4]
     ok = tf.cast(q >= 0.0, tf.float32) * tf.cast(q <= limit, tf.float32)  # no bool reduction
-    return tf.reduce_min(ok, axis=3, keepdims=True)  # for the ONNX export
+    return tf.reduce_min(ok, axis=3)  # for the ONNX export
 
 
 def _data_system(constraints, du, delta, gamma):
     """The data terms' 2x2 system per pixel at the increment ``du [2, B, H, W]``, the robust
     penalties' weights lagged: ``(a11, a12, a22, b1, b2)``, each ``[B, H, W]``."""
-    brightness, (along_x, along_y) = constraints
-    channels = brightness.gz.shape.as_list()[3]
-    # (u, v) as [B, H, W, C]: the products with the constraints stay same-shaped
-    u, v = (tf.stack([du[k]] * channels, axis=3) for k in (0, 1))
+    brightness, gradient = constraints
     eps2 = EPSILON ** 2
-    robust_b = (0.5 * delta) * tf.rsqrt(brightness.energy(u, v) + eps2)  # [B, H, W]
-    robust_g = (0.5 * gamma) * tf.rsqrt(along_x.energy(u, v) + along_y.energy(u, v) + eps2)
-    a11, a12, a22, b1, b2 = (robust_b * b + robust_g * (x + y) for b, x, y in zip(
-        brightness.system, along_x.system, along_y.system))
+    robust_b = (0.5 * delta) * tf.rsqrt(_energy(brightness, du) + eps2)  # [B, H, W]
+    robust_g = (0.5 * gamma) * tf.rsqrt(_energy(gradient, du) + eps2)
+    a11, a12, a22, b1, b2 = (robust_b * b + robust_g * g
+                             for b, g in zip(brightness[:5], gradient[:5]))
     zeta2 = ZETA ** 2
     return a11 + zeta2, a12, a22 + zeta2, b1, b2
 
