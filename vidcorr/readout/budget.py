@@ -32,12 +32,13 @@ __all__ = ["Estimate", "estimate", "check_budget", "machine_memory_mb",
            "MEMORY_SHARE"]
 
 # one pixel through one sweep, its share of the data terms (benchmarks/bench_refine.py, one
-# thread: 3.4e-8 at 288x384, 5.6e-8 at 720x1280)
+# thread, 2026-12-06, after the quadratic-form data terms: 2.0e-8 at 288x384, 3.1e-8 at
+# 720x1280; 3.2e-8 and 4.1e-8 before, in the same runs): a slower machine's day allowed for
 SECONDS_PER_REFINE_SWEEP = 6.0e-8
 # the refinement's time with each sampler against bilinear's (its graph alone, default
-# settings, 288x384, one thread: benchmarks/bench_refine.py --options, 2026-12-06: 0.250 s
-# bilinear, 0.374 s bspline, 0.383 s spline)
-REFINE_SAMPLER_COST = {"bilinear": 1.0, "bspline": 1.5, "spline": 1.55}
+# settings, 288x384, one thread: benchmarks/bench_refine.py --options, 2026-12-06: 0.175 s
+# bilinear, 0.258 s bspline, 0.245 s spline)
+REFINE_SAMPLER_COST = {"bilinear": 1.0, "bspline": 1.5, "spline": 1.4}
 
 DEFAULT_MAX_SECONDS = 3600.0
 MEMORY_SHARE = 0.8  # refuse work whose estimated peak exceeds this share of the RAM
