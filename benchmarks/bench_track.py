@@ -19,7 +19,6 @@ prints each run's peak resident memory and its ratio to the shortest clip's.
 """
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -32,6 +31,7 @@ from scipy import ndimage
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from option_arg import checked, option  # noqa: E402  (beside this script)
 from vidcorr.tracking.clips import Layer, LayeredClip, LayerMotion  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -93,6 +93,7 @@ def main():
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        type=option,
                         help="a MatchOptions field over tracking's defaults, e.g. passes=2")
     args = parser.parse_args()
     work = args.work_dir or tempfile.mkdtemp(prefix="bench_track-")
@@ -105,8 +106,7 @@ def main():
 
             h, w = (int(v) for v in args.size.split("x"))
             folder = write_clip(os.path.join(work, "speed"), h, w, args.frames)
-            matcher = tracking_matcher(**{k: json.loads(v) for k, v in
-                                          (o.split("=", 1) for o in args.option)})
+            matcher = tracking_matcher(**checked(parser, args.option))
             print("| size | forward-backward read-out | frames/s | read-out s/frame | "
                   "chaining s/frame |")
             print("|---|---|---|---|---|")

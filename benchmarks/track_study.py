@@ -32,6 +32,8 @@ from vidcorr.quiet import quiet_stderr  # noqa: E402
 from vidcorr.tracking.clips import Layer, LayeredClip, LayerMotion  # noqa: E402
 from vidcorr.tracking.queries import grid_queries  # noqa: E402
 
+from option_arg import checked, option  # noqa: E402  (beside this script)
+
 
 def _texture(name, height, width):
     from skimage import data
@@ -97,6 +99,7 @@ def main(argv=None):
                         help="vidcorr without the swapped read-out")
     parser.add_argument("--anchor-every", type=int, default=8, help="0: no anchors")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        type=option,
                         help="a MatchOptions field for vidcorr's read-out, e.g. passes=1")
     args = parser.parse_args(argv)
     from vidcorr.apps.track import track, tracking_matcher
@@ -105,7 +108,7 @@ def main(argv=None):
     os.makedirs(args.out_dir, exist_ok=True)
     h, w = args.size
     settings = TrackSettings(consistency=not args.no_consistency, anchor_every=args.anchor_every)
-    options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
+    options = checked(parser, args.option)
     matcher = tracking_matcher(**options)  # the tracking defaults, --option over them
     rows = []
     print("| clip | method | " + " | ".join(COLUMNS) + " |")
