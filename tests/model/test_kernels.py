@@ -117,6 +117,21 @@ def test_blend_equals_numpy(sess):
     np.testing.assert_allclose(got, _blend_numpy(frames, logits, 3), atol=1e-5)
 
 
+@pytest.mark.parametrize("k", [3, 5])
+def test_blend_of_any_size_equals_numpy(sess, k):
+    """The graph for any size (unknown height and width, the serving export's) sums the
+    taps one by one; it must equal the explicit loops too, at K = 3 and 5 (taps past the
+    border read zeros)."""
+    rng = np.random.RandomState(1)
+    frames = rng.rand(2, 6, 8, 6).astype(np.float32)
+    logits = 2 * rng.randn(2, 6, 8, 2 * k * k).astype(np.float32)
+    frames_in = tf.placeholder(tf.float32, [None, None, None, 6])
+    logits_in = tf.placeholder(tf.float32, [None, None, None, 2 * k * k])
+    got = sess.run(apply_kernels(frames_in, logits_in, k),
+                   {frames_in: frames, logits_in: logits})
+    np.testing.assert_allclose(got, _blend_numpy(frames, logits, k), atol=1e-5)
+
+
 def test_logit_cotangent_is_the_gradient(sess):
     """d(sum_c out_c(p))/d logits(p) = w * (s - <w, s>), checked by finite differences."""
     rng = np.random.RandomState(1)

@@ -90,8 +90,33 @@ def apply_kernels(frames, logits, kernel_size):
     Returns:
       ``[B, H, W, 3]``.
     """
+    if None in frames.shape.as_list()[1:3]:
+        return _tap_sum(frames, logits, kernel_size)
     weights = _per_tap(tf.nn.softmax(logits, axis=-1), kernel_size)  # [B, H, W, K^2, 2]
     return tf.reduce_sum(_patches(frames, kernel_size) * weights[..., None], axis=[3, 4])
+
+
+def _tap_sum(frames, logits, kernel_size):
+    """:func:`apply_kernels` for a graph of any size (``vidcorr.apps.serving``): a running
+    sum over the ``2 K^2`` taps of each softmax numerator times its shifted frame, divided
+    by the numerators' sum at the end. The logits are laid out tap first (``[2K^2, B, H,
+    W]``, one transpose), so a tap is a leading slice and the softmax's max and sum run over
+    the outer axis; the patches (``[B, H, W, K^2, 2, 3]``, 486 values per pixel at K = 9)
+    are never materialised, as :func:`_patches`'s stacked slices would be. Both cost
+    onnxruntime most of the interpolation: its softmax over the last axis of an NHWC
+    tensor that tf2onnx turned NCHW, and the stack, its product and its sum."""
+    k, r = kernel_size, kernel_size // 2
+    size = tf.shape(frames)
+    by_tap = tf.transpose(logits, [3, 0, 1, 2])  # [2K^2, B, H, W]
+    numerators = tf.exp(by_tap - tf.reduce_max(by_tap, axis=0))  # the softmax's, stable
+    out = 0.0
+    for j in range(2):
+        padded = tf.pad(frames[..., 3 * j:3 * j + 3], [[0, 0], [r, r], [r, r], [0, 0]])
+        for dy in range(k):
+            for dx in range(k):
+                tap = padded[:, dy:dy + size[1], dx:dx + size[2], :]  # [B, H, W, 3]
+                out = out + numerators[(j * k + dy) * k + dx][..., None] * tap
+    return out / tf.reduce_sum(numerators, axis=0)[..., None]  # [B, H, W, 3]
 
 
 def frame_weights(logits, kernel_size, temperature=1.0):
