@@ -307,3 +307,23 @@ def test_a_batch_of_pairs_is_refined_as_each_pair_alone():
         alone = run_refine(frame_t, frame_t2, p1, p3, *settings[:6], scales=settings.scales)
         for got, want in zip(batched, alone):
             np.testing.assert_allclose(got[k], want, atol=1e-4)
+
+
+def test_a_constancy_terms_quadratic_form_is_its_mean_squared_residual():
+    """Each round folds a term's colour channels into a quadratic form in the increment;
+    at any increment it must equal the channels' mean of the normalised residual
+    ``(gz + gx du + gy dv)^2 / (gx^2 + gy^2 + zeta^2)``, computed directly in numpy
+    (float64), from flat pixels (gradients near 0, large gz) to textured ones."""
+    from vidcorr.readout.refinement import ZETA, _energy, _quadratic
+
+    rng = np.random.RandomState(3)
+    shape = (3, 2, 5, 7)  # [C, B, H, W]
+    gx, gy = rng.randn(2, *shape) * np.array([0.01, 1.0, 30.0])[rng.randint(3, size=shape)]
+    gz = rng.randn(*shape) * 20.0
+    du = rng.randn(2, *shape[1:]) * 2.0  # [2, B, H, W]
+    residual = (gz + gx * du[0] + gy * du[1]) ** 2 / (gx ** 2 + gy ** 2 + ZETA ** 2)
+    want = residual.mean(axis=0)  # [B, H, W]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        const = lambda a: tf.constant(a.astype(np.float32))  # noqa: E731
+        got = sess.run(_energy(_quadratic(const(gx), const(gy), const(gz)), const(du)))
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-3)
