@@ -16,10 +16,8 @@ builds ``--max-levels`` pyramid levels (the sizes' own, 5 for 720x1280).
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -29,15 +27,7 @@ from vidcorr.readout.options import MatchOptions
 from vidcorr.readout.inference import Predictor, find_model, fold_batch_norm
 from vidcorr.readout.matching import DEFAULT_MODEL
 
-
-def _median_seconds(run, repeats):
-    run()  # warm-up: graph optimisation, allocations
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from timing import median_seconds  # benchmarks/timing.py, beside this script
 
 
 def main():
@@ -80,7 +70,7 @@ def main():
                  lambda: served.match(a[None], b[None]),
                  lambda: ort["match"].run(None, feeds))]
         for name, own, saved, onnx in rows:
-            t = [_median_seconds(f, args.repeats) for f in (own, saved, onnx)]
+            t = [median_seconds(f, args.repeats) for f in (own, saved, onnx)]
             print("| %dx%d | %s | %.3f | %.3f (%.2f) | %.3f (%.2f) |"
                   % (h, w, name, t[0], t[1], t[1] / t[0], t[2], t[2] / t[0]))
             sys.stdout.flush()

@@ -10,7 +10,7 @@ after the other; ``benchmarks/bench_serving.py`` times every entry point.
 """
 
 import os
-import statistics
+import sys
 import tempfile
 import time
 
@@ -20,15 +20,9 @@ import onnxruntime
 from vidcorr.apps.serving import ServingModel, export_serving
 from vidcorr.readout.matching import DEFAULT_MODEL
 
-
-def _median(run, repeats=5):
-    run()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "benchmarks"))
+from timing import median_seconds  # noqa: E402  (benchmarks/timing.py)
 
 
 def main(height=288, width=384):
@@ -47,8 +41,8 @@ def main(height=288, width=384):
     difference = np.abs(np.asarray(onnx.run(None, feeds)[0]) -
                         np.asarray(served.interpolate(a[None], b[None]))).max()
     print("onnxruntime %.3f s, SavedModel %.3f s, largest difference %.2e" % (
-        _median(lambda: onnx.run(None, feeds)),
-        _median(lambda: served.interpolate(a[None], b[None])), difference))
+        median_seconds(lambda: onnx.run(None, feeds), 5),
+        median_seconds(lambda: served.interpolate(a[None], b[None]), 5), difference))
     served.close()
 
 

@@ -65,8 +65,9 @@ def _patches(frames, kernel_size):
     """
     k = kernel_size
     if None in frames.shape.as_list()[1:3]:
-        # A graph for any size (vidcorr.apps.serving): K^2 shifted slices of the zero-padded
-        # frames, ops every converter knows (ONNX has no ExtractImagePatches).
+        # A graph for any size (frame_blends; apply_kernels sums its taps instead,
+        # _tap_sum): K^2 shifted slices of the zero-padded frames, ops every converter
+        # knows (ONNX has no ExtractImagePatches).
         r = k // 2
         padded = tf.pad(frames, [[0, 0], [r, r], [r, r], [0, 0]])  # zeros outside
         size = tf.shape(frames)
