@@ -32,7 +32,8 @@ def settings_of(text, steps, seed):
         key = {"lr": "learning_rate"}.get(key, key)
         if key == "crop":
             value = tuple(int(v) for v in value.split("x"))
-        elif key in ("learning_rate", "val_fraction", "minutes", "layered_fraction", "anchor"):
+        elif key in ("learning_rate", "val_fraction", "minutes", "layered_fraction", "anchor",
+                     "mix", "average"):
             value = float(value)
         elif key == "decay":
             value = value.lower() in ("1", "true", "yes")

@@ -9,6 +9,7 @@ import numpy as np
 
 from vidcorr.compat import tf
 from vidcorr.model.config import load_config
+from vidcorr.model.losses import psnr_numpy
 from vidcorr.training import hooks
 from vidcorr.training.adapting import AdaptTrainer, BestHook, DeadlineHook, budget_decay
 from vidcorr.training.trainer import train
@@ -111,3 +112,49 @@ def test_the_trainer_runs_at_the_decayed_rate_and_without_decay_at_the_recipe_s(
             assert abs(trainer.sess.run(trainer.lr) - expected) < 1e-9
         finally:
             trainer.close()
+
+
+def test_the_weights_average_starts_at_the_source_and_is_what_validation_sees(tmp_path):
+    """With ``average`` a, after steps giving weights w1, w2 from the source w0 the
+    average is ``a (a w0 + (1 - a) w1) + (1 - a) w2``; validation predicts with the average
+    (the PSNR of setting the variables to it by hand), then puts the weights back; the
+    weights kept (``best_values``) are the average's."""
+    source = _tiny(run_dir=str(tmp_path / "source"), steps=2, validate_every=10 ** 6)
+    train(source, progress=False, log=lambda m: None)
+    config = _tiny(run_dir=str(tmp_path / "averaged"), init_from=source.train.run_dir, steps=2,
+                   lr_schedule="constant", learning_rate=0.01, validate_every=10 ** 6,
+                   checkpoint_every=10 ** 6)
+    a = 0.75
+    trainer = AdaptTrainer(config, progress=False, log=lambda m: None, average=a).setup()
+    try:
+        variables = trainer.network_variables
+        names = [v.op.name for v in variables]
+        assert not any(n.startswith("weight_average") for n in names)
+        weights = [trainer.sess.run(variables)]
+        np.testing.assert_array_equal(np.concatenate([x.ravel() for x in weights[0]]),
+                                      np.concatenate([x.ravel() for x in
+                                                      trainer.sess.run(trainer.averages)]))
+        for _ in range(2):
+            trainer.sess.run(trainer.train_op)
+            weights.append(trainer.sess.run(variables))
+        expected = [a * (a * w0 + (1 - a) * w1) + (1 - a) * w2 for w0, w1, w2 in zip(*weights)]
+        for name, got, want in zip(names, trainer.sess.run(trainer.averages), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6, err_msg=name)
+        result = trainer.validate()
+        for name, got, want in zip(names, trainer.sess.run(variables), weights[-1]):
+            np.testing.assert_array_equal(got, want, err_msg=name)  # the weights are back
+        for var, value in zip(variables, expected):
+            var.load(value, trainer.sess)
+        by_hand = float(np.mean(psnr_numpy(trainer.predict(trainer.val_inputs),
+                                           trainer.val_targets)))
+        plain = [var.load(value, trainer.sess) for var, value in zip(variables, weights[-1])]
+        assert len(plain) == len(names)
+        assert abs(result["val_psnr"] - by_hand) < 1e-4
+        assert abs(result["val_psnr"] -
+                   float(np.mean(psnr_numpy(trainer.predict(trainer.val_inputs),
+                                            trainer.val_targets)))) > 1e-4  # not the weights'
+        trainer.consider(result, 2)
+        for name, got, want in zip(names, trainer.best_values, expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6, err_msg=name)
+    finally:
+        trainer.close()

@@ -49,6 +49,8 @@ DEFAULT_LEARNING_RATE = 3e-4  # the study's best without forgetting (docs/adapta
 DEFAULT_DECAY = False  # constant: more gain within the forgetting bound (docs/adaptation.md)
 DEFAULT_ANCHOR = 0.0
 DEFAULT_MIX = 0.0
+DEFAULT_AVERAGE = 0.0
+MAX_AVERAGE = 0.999
 MAX_MIX = 0.9
 DEFAULT_VALIDATE_EVERY = 25
 MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
@@ -70,6 +72,8 @@ class AdaptSettings:
         source value (0: none, up to 0.5), against forgetting.
       mix: the share of training triplets drawn from the source model's training clips
         (rehearsal against forgetting; 0: none, up to 0.9).
+      average: validate and keep a moving average of the weights, this its decay per
+        step (0: none, the weights themselves; up to 0.999).
       tune: the layers to change: ``"all"``, ``"decoder"`` or ``"head"``.
       crop: ``(height, width)`` of the training crops; None: the recipe's.
       max_height: frames are downscaled to at most this many rows; None: the recipe's.
@@ -86,6 +90,7 @@ class AdaptSettings:
     decay: bool = DEFAULT_DECAY
     anchor: float = DEFAULT_ANCHOR
     mix: float = DEFAULT_MIX
+    average: float = DEFAULT_AVERAGE
     tune: str = "all"
     crop: Optional[Tuple[int, int]] = None
     max_height: Optional[int] = None
@@ -117,6 +122,10 @@ class AdaptSettings:
         if isinstance(self.mix, bool) or not (isinstance(self.mix, (int, float)) and
                                               0 <= self.mix <= MAX_MIX):
             raise UserError("mix must be from 0 to %g, got %r" % (MAX_MIX, self.mix))
+        if isinstance(self.average, bool) or not (isinstance(self.average, (int, float)) and
+                                                  0 <= self.average <= MAX_AVERAGE):
+            raise UserError("average must be from 0 to %g, got %r"
+                            % (MAX_AVERAGE, self.average))
         if self.tune not in TUNES:
             raise UserError("tune must be one of %s, got %r" % (", ".join(TUNES), self.tune))
         if self.crop is not None:
@@ -271,6 +280,7 @@ def _recipe(settings, config):
             "schedule": ("cosine over the time budget" if settings.steps is None and
                          settings.decay else t.lr_schedule),
             "anchor": settings.anchor, "mix": settings.mix,
+            "average": settings.average,
             "rehearsal_clips": list(d.rehearsal_sources), "batch_size": t.batch_size,
             "crop": [d.crop_height, d.crop_width], "max_height": d.max_height,
             "loss": t.loss, "census_weight": t.census_weight, "smooth_weight": t.smooth_weight,
@@ -301,7 +311,8 @@ def _train(config, settings, log, progress):
     start = time.time()  # the budget counts the loading and building too
     trainer = AdaptTrainer(config, start + 60.0 * settings.minutes if settings.steps is None
                            else None, log=log, progress=progress, start=start,
-                           decay=settings.decay, anchor=settings.anchor)
+                           decay=settings.decay, anchor=settings.anchor,
+                           average=settings.average)
     try:
         trainer.setup()
         before = trainer.validate()

@@ -353,8 +353,8 @@ def adapt_main(argv=None):
     by the interpolation PSNR on the end of each clip, held back; keeps the best weights,
     and writes the source model unchanged if adaptation does not beat it. Ctrl-C ends the
     training and keeps the best so far."""
-    from vidcorr.apps.adapt import (DEFAULT_ANCHOR, DEFAULT_LEARNING_RATE, DEFAULT_MINUTES,
-                                    DEFAULT_MIX, DEFAULT_VALIDATE_EVERY)
+    from vidcorr.apps.adapt import (DEFAULT_ANCHOR, DEFAULT_AVERAGE, DEFAULT_LEARNING_RATE,
+                                    DEFAULT_MINUTES, DEFAULT_MIX, DEFAULT_VALIDATE_EVERY)
     parser = argparse.ArgumentParser(description=inspect.cleandoc(adapt_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", help="video files or frame folders")
@@ -373,6 +373,9 @@ def adapt_main(argv=None):
                              "(default %(default)s)")
     parser.add_argument("--mix", type=float, default=DEFAULT_MIX, help="share of triplets from "
                         "the model's own training clips, 0 to 0.9 (default %(default)s)")
+    parser.add_argument("--average", type=float, default=DEFAULT_AVERAGE,
+                        help="validate and keep a moving average of the weights with this "
+                             "decay per step, 0 to 0.999 (default %(default)s: the weights)")
     parser.add_argument("--tune", default="all", help="the layers to change: all, decoder or "
                                                        "head (default %(default)s)")
     parser.add_argument("--crop", type=int, nargs=2, metavar=("H", "W"),
@@ -398,7 +401,8 @@ def _adapt(args):
     def work():
         settings = AdaptSettings(
             minutes=args.minutes, steps=args.steps, learning_rate=args.learning_rate,
-            decay=args.decay, anchor=args.anchor, mix=args.mix, tune=args.tune, crop=args.crop,
+            decay=args.decay, anchor=args.anchor, mix=args.mix, average=args.average,
+            tune=args.tune, crop=args.crop,
             max_height=args.max_height, batch_size=args.batch_size,
             validate_every=args.validate_every, seed=args.seed)
         return adapt(args.sources, args.out, args.model, settings,

@@ -19,6 +19,12 @@ Two more things a short fine-tune needs:
   its source value, ``w <- w - anchor * (lr / lr_0) * (w - w_source)``: the decoupled form
   of the L2-SP penalty (Li, Grandvalet, Davoine, ICML 2018), as AdamW decouples weight
   decay from Adam's scaling.
+* **A moving average of the weights** (``average``): after each step every network
+  variable's average moves ``1 - average`` of the way to it, starting from the source
+  weights; validation, and the weights kept, are the average's (Polyak averaging, as
+  TF-Slim and tensorpack evaluate ``tf.train.ExponentialMovingAverage`` weights). A high
+  learning rate's noisy steps average out, and early on the average stays near the
+  source.
 """
 
 import math
@@ -92,6 +98,8 @@ class AdaptTrainer(Trainer):
       decay: decay the learning rate over the time budget (else constant).
       anchor: the share of the way back to the source weights (``train.init_from``) each
         tuned weight moves after a step, 0 (none) to 1 (it never moves).
+      average: the weights' moving average's decay per step (0: none, validate and keep
+        the weights themselves), below 1.
 
     Attributes:
       best_psnr: the best PSNR seen on the selecting half of the held-back triplets (dB);
@@ -100,9 +108,13 @@ class AdaptTrainer(Trainer):
     """
 
     def __init__(self, config, deadline=None, log=None, progress=True, start=None, decay=True,
-                 anchor=0.0):
+                 anchor=0.0, average=0.0):
         super(AdaptTrainer, self).__init__(config, log=log, progress=progress)
         self.deadline, self.decay, self.anchor = deadline, decay, float(anchor)
+        self.average = float(average)
+        if not 0.0 <= self.average < 1.0:
+            raise ValueError("average must be in [0, 1), got %r" % (average,))
+        self.averages = None
         self.start = time.time() if start is None else start
         self.best_psnr, self.best_step, self.best_values = float("-inf"), 0, None
         self.best_test_psnr = self._last_prediction = None
@@ -119,6 +131,30 @@ class AdaptTrainer(Trainer):
         super(AdaptTrainer, self)._build(start_step)
         if self.anchor > 0:
             self.train_op = self._pulled(self.train_op)
+        if self.average > 0:
+            self.train_op = self._averaged(self.train_op)
+
+    def _averaged(self, train_op):
+        """``train_op`` followed by the moving average's step; makes ``self.averages`` (one
+        variable per network variable, outside the model's scope, so no checkpoint or
+        saver of the network sees them) and ``self._reset_averages`` (each to its
+        variable's value)."""
+        with tf.name_scope("weight_average"):
+            self.averages = [tf.Variable(tf.zeros(v.shape, v.dtype.base_dtype), trainable=False,
+                                         name=v.op.name.replace("/", "_"))
+                             for v in self.network_variables]
+            self._reset_averages = tf.group(*[a.assign(v) for a, v in
+                                              zip(self.averages, self.network_variables)])
+            keep = self.average
+            with tf.control_dependencies([train_op]):  # the weights after the step
+                steps = [a.assign(keep * a + (1.0 - keep) * v)
+                         for a, v in zip(self.averages, self.network_variables)]
+            return tf.group(*steps, name="averaged_train_op")
+
+    def _start_session(self, latest, start_step, init_prefix):
+        super(AdaptTrainer, self)._start_session(latest, start_step, init_prefix)
+        if self.averages is not None:  # the average starts at the source weights
+            self.sess.run(self._reset_averages)
 
     def _pulled(self, train_op):
         """``train_op`` followed by the pull of every tuned weight towards its source value."""
@@ -152,7 +188,15 @@ class AdaptTrainer(Trainer):
         """The trainer's validation, and the PSNR of each half of the held-back triplets:
         the even ones (``select_psnr``) choose the best step, the odd ones (``test_psnr``,
         NaN for fewer than two triplets) report it without having chosen it."""
-        result = super(AdaptTrainer, self).validate(quantize)
+        if self.averages is not None:  # the average's weights for the validation
+            held = self.sess.run(self.network_variables)
+            self._load(self.sess.run(self.averages))
+            try:
+                result = super(AdaptTrainer, self).validate(quantize)
+            finally:
+                self._load(held)
+        else:
+            result = super(AdaptTrainer, self).validate(quantize)
         each = psnr_numpy(self._last_prediction, self.val_targets)  # [N]
         result["select_psnr"] = float(np.mean(each[0::2]))
         result["test_psnr"] = float(np.mean(each[1::2])) if len(each) > 1 else float("nan")
@@ -163,14 +207,19 @@ class AdaptTrainer(Trainer):
         if result["select_psnr"] > self.best_psnr:
             self.best_psnr, self.best_step = float(result["select_psnr"]), int(step)
             self.best_test_psnr = result["test_psnr"]
-            self.best_values = self.sess.run(self.network_variables)
+            self.best_values = self.sess.run(self.averages if self.averages is not None
+                                             else self.network_variables)
+
+    def _load(self, values):
+        """Sets every network variable to ``values`` (in ``network_variables``' order)."""
+        for var, value in zip(self.network_variables, values):
+            var.load(value, self.sess)
 
     def save_best(self):
         """Writes the best weights as a checkpoint in the run folder (with its
         ``config.json``); returns its prefix."""
         with self.graph.as_default():
-            for var, value in zip(self.network_variables, self.best_values):
-                var.load(value, self.sess)
+            self._load(self.best_values)
             self.global_step.load(self.best_step, self.sess)  # the step the card names
             saver = tf.train.Saver(self.network_variables + [self.global_step])
             return saver.save(self.sess, os.path.join(self.run_dir, BEST_NAME),
