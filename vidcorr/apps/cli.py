@@ -375,7 +375,8 @@ def adapt_main(argv=None):
                         "the model's own training clips, 0 to 0.9 (default %(default)s)")
     parser.add_argument("--average", type=float, default=DEFAULT_AVERAGE,
                         help="validate and keep a moving average of the weights with this "
-                             "decay per step, 0 to 0.999 (default %(default)s: the weights)")
+                             "decay per step, 0 to 0.999 (0: the weights themselves; "
+                             "default %(default)s)")
     parser.add_argument("--tune", default="all", help="the layers to change: all, decoder or "
                                                        "head (default %(default)s)")
     parser.add_argument("--crop", type=int, nargs=2, metavar=("H", "W"),
