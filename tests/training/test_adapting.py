@@ -6,6 +6,7 @@ import os
 import time
 
 import numpy as np
+import pytest
 
 from vidcorr.compat import tf
 from vidcorr.model.config import load_config
@@ -68,6 +69,15 @@ def _tiny(**train):
         model={"width": 0.125}, data={"crop_width": 32, "val_triplets": 8}, train=train)
 
 
+@pytest.fixture(scope="module")
+def source_run(tmp_path_factory):
+    """A tiny model trained two steps: the source the adaptation tests start from."""
+    source = _tiny(run_dir=str(tmp_path_factory.mktemp("source") / "run"), steps=2,
+                   validate_every=10 ** 6)
+    train(source, progress=False, log=lambda m: None)
+    return source.train.run_dir
+
+
 def _adapt_one_step(tmp_path, source, anchor):
     """One adaptation step from ``source``: (tuned names, values before, values after)."""
     config = _tiny(run_dir=str(tmp_path / ("anchor%g" % anchor)), init_from=source, steps=1,
@@ -83,13 +93,12 @@ def _adapt_one_step(tmp_path, source, anchor):
         trainer.close()
 
 
-def test_the_anchor_pulls_each_tuned_weight_back_towards_its_source_value(tmp_path):
+def test_the_anchor_pulls_each_tuned_weight_back_towards_its_source_value(tmp_path,
+                                                                          source_run):
     """After a step, a weight is ``(1 - a) w' + a w_source``, ``w'`` the step without the
     pull (the same data and seed), for a = 0.25; a = 0 is the plain step."""
-    source = _tiny(run_dir=str(tmp_path / "source"), steps=2, validate_every=10 ** 6)
-    train(source, progress=False, log=lambda m: None)
-    names, w0, plain = _adapt_one_step(tmp_path, source.train.run_dir, 0.0)
-    names_a, w0_a, pulled = _adapt_one_step(tmp_path, source.train.run_dir, 0.25)
+    names, w0, plain = _adapt_one_step(tmp_path, source_run, 0.0)
+    names_a, w0_a, pulled = _adapt_one_step(tmp_path, source_run, 0.25)
     assert names == names_a and len(names) > 10
     moved = 0
     for name, a, b, c, d in zip(names, w0, w0_a, plain, pulled):
@@ -114,14 +123,13 @@ def test_the_trainer_runs_at_the_decayed_rate_and_without_decay_at_the_recipe_s(
             trainer.close()
 
 
-def test_the_weights_average_starts_at_the_source_and_is_what_validation_sees(tmp_path):
+def test_the_weights_average_starts_at_the_source_and_is_what_validation_sees(tmp_path,
+                                                                            source_run):
     """With ``average`` a, after steps giving weights w1, w2 from the source w0 the
     average is ``a (a w0 + (1 - a) w1) + (1 - a) w2``; validation predicts with the average
     (the PSNR of setting the variables to it by hand), then puts the weights back; the
     weights kept (``best_values``) are the average's."""
-    source = _tiny(run_dir=str(tmp_path / "source"), steps=2, validate_every=10 ** 6)
-    train(source, progress=False, log=lambda m: None)
-    config = _tiny(run_dir=str(tmp_path / "averaged"), init_from=source.train.run_dir, steps=2,
+    config = _tiny(run_dir=str(tmp_path / "averaged"), init_from=source_run, steps=2,
                    lr_schedule="constant", learning_rate=0.01, validate_every=10 ** 6,
                    checkpoint_every=10 ** 6)
     a = 0.75
