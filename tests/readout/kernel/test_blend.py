@@ -198,3 +198,33 @@ def test_strips_of_rows_equal_the_whole_level(random_kernel_checkpoint, rng, mon
             (2,) if name == "position" else ())
         np.testing.assert_allclose(outs[1][name], outs[0][name], rtol=1e-5, atol=1e-5,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("pixels", [1 << 18, 100])
+def test_a_strided_level_is_the_whole_level_at_every_other_pixel(random_kernel_checkpoint,
+                                                                 rng, monkeypatch, pixels):
+    """``stride=2`` (the fields a pass hands on) reads every 2nd pixel of every 2nd row of an
+    odd-sized level, warped, a batch of two, in one strip or several: what the whole level
+    reads at those pixels."""
+    from vidcorr.readout.kernel import blend
+
+    monkeypatch.setattr(blend, "STRIP_PIXELS", pixels)
+    _, spec, values = find_model(random_kernel_checkpoint)
+    weights = fold_batch_norm(values)
+    h, w = 33, 47
+    frames = [rng.rand(2, h, w, 3).astype(np.float32) for _ in range(2)]
+    fields = (3.0 * rng.rand(2, h, w, 2, 2) - 1.5).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        a, b = (tf.constant(f) for f in frames)
+        whole = blend.blend_level(spec, a, b, tf.constant(fields))
+        strided = blend.blend_level(spec, a, b, tf.constant(fields), stride=2)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for var in tf.global_variables():
+                var.load(weights[var.op.name], sess)
+            whole, strided = sess.run([whole, strided])
+    for name in ("position", "mass", "peak"):
+        assert strided[name].shape[:3] == (2, 17, 24), name
+        np.testing.assert_allclose(strided[name], whole[name][:, ::2, ::2], rtol=1e-5,
+                                   atol=1e-5, err_msg=name)

@@ -67,7 +67,7 @@ def tempered(weights, temperature):
     return out
 
 
-def blend_level(spec, frame_t, frame_t2, fields=None, statistic=DEFAULT_STATISTIC):
+def blend_level(spec, frame_t, frame_t2, fields=None, statistic=DEFAULT_STATISTIC, stride=1):
     """The blend-weight read-out of one level (see the module docstring).
 
     The network's variables (``MODEL_SCOPE``) are shared between calls; the softmax's
@@ -80,10 +80,15 @@ def blend_level(spec, frame_t, frame_t2, fields=None, statistic=DEFAULT_STATISTI
       fields: None, or ``[B, H, W, 2, 2]`` displacements ``(dx, dy)`` of both frames: the
         network sees frame t at ``p + d1(p)`` and frame t+2 at ``p + d3(p)``.
       statistic: ``"centroid"``, ``"local"`` or ``"argmax"``.
+      stride: read out every ``stride``-th pixel of every ``stride``-th row only (pixel
+        ``stride (i, j)`` at ``[i, j]``): the head and the moments run on those pixels'
+        features alone, ``stride^2`` times fewer (the fields a pass hands on, which are
+        smoothed wider than that anyway; :mod:`vidcorr.readout.kernel.graph`).
 
     Returns:
-      ``{"position": [B, H, W, 2, 2], "mass": [B, H, W, 2], "peak": [B, H, W, 2]}``,
-      positions in the frames' own pixels (the warp undone).
+      ``{"position": [B, h, w, 2, 2], "mass": [B, h, w, 2], "peak": [B, h, w, 2]}``,
+      positions in the frames' own pixels (the warp undone), ``h = ceil(H / stride)``
+      and ``w = ceil(W / stride)``.
     """
     k = spec.kernel_size
     shape = tf.shape(frame_t)
@@ -97,17 +102,29 @@ def blend_level(spec, frame_t, frame_t2, fields=None, statistic=DEFAULT_STATISTI
     with tf.variable_scope(tf.get_variable_scope(), reuse=tf.AUTO_REUSE):
         mind(tf.concat([frame_t, frame_t2], axis=3), False, spec=spec, folded=True,
              name=MODEL_SCOPE, endpoints=endpoints)  # [B, H, W, 6] in
-    # The moments of every padded pixel, then the crop: the crop copies a few channels,
-    # not 2K^2 (the padding is under 5 % of the pixels).
-    with tf.name_scope("moments"):
-        offset, mass, peak = _strip_moments(endpoints, k, statistic)  # [B, H', W', ...]
     top, left, _, _ = endpoints["crop"]
+    if stride > 1:  # the chosen pixels' features, then their moments
+        features = endpoints["features"][:, top:top + h, left:left + w]  # [B, H, W, C]
+        # every stride-th pixel and row (a 1x1 pool with a stride: faster than a strided slice)
+        features = tf.nn.max_pool(features, [1, 1, 1, 1], [1, stride, stride, 1], "VALID")
+        pixels = stride * pixel_grid(tf.shape(features)[1], tf.shape(features)[2])
+        with tf.name_scope("moments"):  # [B, h, w, ...]
+            offset, mass, peak = _strip_moments(features, endpoints["head"], None, k, statistic)
 
-    def per_pixel(x):  # [B, H', W', ...] the padded image -> [B, H, W, ...]
-        return x[:, top:top + h, left:left + w]
+        def per_pixel(x):
+            return x
+    else:
+        # The moments of every padded pixel, then the crop: the crop copies a few channels,
+        # not 2K^2 (the padding is under 5 % of the pixels).
+        with tf.name_scope("moments"):  # [B, H', W', ...]
+            offset, mass, peak = _strip_moments(endpoints["features"], endpoints["head"],
+                                                endpoints["logits"], k, statistic)
+
+        def per_pixel(x):  # [B, H', W', ...] the padded image -> [B, H, W, ...]
+            return x[:, top:top + h, left:left + w]
 
     with tf.name_scope("unwarp"):
-        offset = per_pixel(offset)  # [B, H, W, 2, 2]
+        offset = per_pixel(offset)  # [B, h, w, 2, 2]
         found = []
         for f in (0, 1):
             q = reflect_positions(pixels + offset[:, :, :, f], w, h)  # in the warped frame
@@ -128,28 +145,33 @@ def strip_count(features):
     return max(1, min(height, -(-height * width // STRIP_PIXELS)))
 
 
-def _strip_moments(endpoints, k, statistic):
+def _strip_moments(features, head, logits, k, statistic):
     """The head's logits and their moments, strip of rows after strip of rows.
 
     The ``[B, H', W', 2K^2]`` logits and their softmax were the read-out's largest tensors
     (two of 0.6 GB at 720x1280). Each strip's head runs after the previous strip's moments
     (a control dependency), so only one strip's logits and weights are alive at a time.
 
+    Args:
+      features: ``[B, H', W', C]``, the head's input.
+      head: the kernel head, ``[B, h, w, C]`` features -> ``[B, h, w, 2K^2]`` logits.
+      logits: None, or the head's logits of all ``features`` (used when one strip does).
+      k: the kernel size.
+      statistic: the position statistic.
+
     Returns:
       ``(offset [B, H', W', 2, 2], mass [B, H', W', 2], peak [B, H', W', 2])``: each padded
       pixel's offset by ``statistic`` in both frames, and its blend mass and peak share.
     """
-    features = endpoints["features"]  # [B, H', W', C]
     strips = strip_count(features)
-    shape = tf.shape(features)
-    height = shape[1]
+    height = tf.shape(features)[1]
     outs, done = [], []
     for n in range(strips):
-        logits = endpoints["logits"]  # [B, H', W', 2K^2]: one strip, the whole level
-        if strips > 1:
+        if strips > 1 or logits is None:
             with tf.control_dependencies(done):  # the previous strip's moments first
-                rows = features[:, height * n // strips:height * (n + 1) // strips]  # [B, r, W', C]
-            logits = endpoints["head"](rows)  # [B, r, W', 2K^2]
+                rows = (features if strips == 1 else  # [B, r, W', C]
+                        features[:, height * n // strips:height * (n + 1) // strips])
+            logits = head(rows)  # [B, r, W', 2K^2]
         weights, mass, centroid, peak = blend_moments(logits, k)  # rows: [B r W']
         if statistic == "centroid":
             offset = centroid  # [B r W', frame, (dx, dy)]

@@ -34,6 +34,7 @@ import numpy as np
 
 from vidcorr.compat import tf
 from vidcorr.model.network import mind
+from vidcorr.model.sampling import sample_at
 from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.inference import FoldedGraph
 from vidcorr.readout.kernel.blend import blend_level, pixel_grid, tempered
@@ -43,7 +44,10 @@ from vidcorr.readout.kernel.texture import texture_at, texture_map
 from vidcorr.readout.pyramid import COARSEST_SIDE, DEFAULT_LEVELS, MIN_SIZE, pyramid_levels
 from vidcorr.readout.refinement import RefineSettings, refine_field
 
-__all__ = ["match_ops", "levels_in_graph", "MatchGraph", "LevelGraph", "WeightsGraph"]
+__all__ = ["match_ops", "levels_in_graph", "MatchGraph", "LevelGraph", "WeightsGraph",
+           "HAND_ON_STRIDE"]
+
+HAND_ON_STRIDE = 2  # the fields a pass hands on are read out at every 2nd pixel and row
 
 
 def levels_in_graph(height, width, levels=None):
@@ -77,18 +81,25 @@ def _passes(spec, base_a, base_b, fields, options, hand_on_smoothed, last):
       on (None when ``last``: the final read-out hands nothing on).
     """
     o = options
+    size = tf.shape(base_a)[:3]  # [B, H, W]
     for n in range(o.passes):
-        out = blend_level(spec, base_a, base_b, fields, o.statistic)
-        if last and n + 1 == o.passes:
+        final = last and n + 1 == o.passes
+        s = 1 if final or not hand_on_smoothed else HAND_ON_STRIDE
+        out = blend_level(spec, base_a, base_b, fields, o.statistic, stride=s)
+        if final:
             return out, None
-        shape = tf.shape(out["position"])
-        fields = out["position"] - pixel_grid(shape[1], shape[2])[:, :, :, None]
+        shape = tf.shape(out["position"])  # [B, h, w, 2, 2], h = ceil(H / s)
+        grid = s * pixel_grid(shape[1], shape[2])  # [1, h, w, 2]
+        flat = tf.reshape(out["position"] - grid[:, :, :, None], tf.concat([shape[:3], [4]], 0))
         if hand_on_smoothed:
             with tf.name_scope("smooth"):
-                flat = tf.reshape(fields, tf.concat([shape[:3], [4]], 0))  # [B, H, W, 4]
                 flat = smooth_field(flat, tf.reduce_min(out["peak"], axis=3), o.smooth,
-                                    o.sigma)
-                fields = tf.reshape(flat, shape)  # [B, H, W, 2, 2]
+                                    o.sigma / s)  # [B, h, w, 4]
+        if s > 1:
+            with tf.name_scope("densify"):  # pixel p of the level at p / s of the samples
+                xy = tf.tile(pixel_grid(size[1], size[2]) / float(s), [size[0], 1, 1, 1])
+                flat = sample_at(flat, xy)  # [B, H, W, 4]
+        fields = tf.reshape(flat, tf.concat([size, [2, 2]], 0))  # [B, H, W, 2, 2]
     return out, fields
 
 
