@@ -43,3 +43,24 @@ def test_upsampled_fields_scale_a_linear_field_exactly(sess):
     expected = np.stack([(0.3 * cx + 1.0) * W / w, -0.2 * cy * H / h], axis=-1)
     np.testing.assert_allclose(got[inside][:, 0], expected[inside], atol=1e-4)
     np.testing.assert_allclose(got[inside][:, 1], 2 * expected[inside], atol=1e-4)
+
+
+@pytest.mark.parametrize("height, width, scale", [(11, 15, 1), (11, 15, 2), (12, 16, 2)])
+def test_fields_read_out_at_every_other_pixel_upsample_a_linear_field_exactly(sess, height,
+                                                                              width, scale):
+    # a level of height x width read out at pixels 2 (i, j) only (a pass's hand-on): the
+    # linear field read there, upsampled to the same level (scale 1: the next pass) or the
+    # next (scale 2), is the field at every pixel inside the samples, scaled
+    ys, xs = np.mgrid[0:height:2, 0:width:2].astype(np.float32)  # the samples' level pixels
+    field = np.stack([0.3 * xs + 1.0, -0.2 * ys + 0.1 * xs], axis=-1)  # [h, w, 2]
+    fields = np.stack([field, -field], axis=2)[None]  # [1, ceil(H / 2), ceil(W / 2), 2, 2]
+    H, W = scale * height, scale * width
+    got = sess.run(upsample_fields(tf.constant(fields), H, W, (height, width), 2))[0]
+    assert got.shape == (H, W, 2, 2)
+    Y, X = np.mgrid[0:H, 0:W].astype(np.float32)
+    cx, cy = (X + 0.5) / scale - 0.5, (Y + 0.5) / scale - 0.5  # the level's coordinates
+    inside = (cx >= 0) & (cx <= xs.max()) & (cy >= 0) & (cy <= ys.max())
+    expected = scale * np.stack([0.3 * cx + 1.0, -0.2 * cy + 0.1 * cx], axis=-1)
+    np.testing.assert_allclose(got[inside][:, 0], expected[inside], atol=1e-4)
+    np.testing.assert_allclose(got[inside][:, 1], -expected[inside], atol=1e-4)
+    assert inside.mean() > 0.7

@@ -13,7 +13,7 @@ a backward pass per point.
 entry point alike. For a batch of pairs of any size it
 
 1. warps frame t and frame t+2 toward the middle frame by the coarser level's
-   fields (bilinear, :func:`vidcorr.model.sampling.sample_at`),
+   fields (bilinear, :func:`vidcorr.model.sampling.bilinear_sample`),
 2. runs the folded network and crops its logits to the image (the network's own
    ``crop`` endpoint),
 3. reduces the ``[B, H, W, 2K^2]`` logits to a few numbers per pixel and frame
@@ -40,7 +40,7 @@ from vidcorr.compat import tf
 from vidcorr.model import kernels
 from vidcorr.model.network import mind
 from vidcorr.model.spec import MODEL_SCOPE
-from vidcorr.model.sampling import sample_at
+from vidcorr.model.sampling import bilinear_sample
 from vidcorr.readout.options import DEFAULT_STATISTIC
 
 __all__ = ["blend_level", "blend_moments", "reflect_positions", "pixel_grid", "tempered",
@@ -93,11 +93,14 @@ def blend_level(spec, frame_t, frame_t2, fields=None, statistic=DEFAULT_STATISTI
     k = spec.kernel_size
     shape = tf.shape(frame_t)
     h, w = shape[1], shape[2]
-    pixels = pixel_grid(h, w)  # [1, H, W, 2]
+    flat = None  # the fields as [B, H, W, 4]: (dx, dy) of frame t, then of frame t+2
     if fields is not None:
         with tf.name_scope("warp"):
-            frame_t = sample_at(frame_t, pixels + fields[..., 0, :])  # frame t at p + d1(p)
-            frame_t2 = sample_at(frame_t2, pixels + fields[..., 1, :])
+            flat = tf.reshape(fields, tf.concat([tf.shape(fields)[:3], [4]], 0))
+            d = tf.unstack(flat, axis=3)  # d1x, d1y, d3x, d3y: [B, H, W] each, one op
+            px, py = _pixel_xy(h, w, 1)  # [1, H, W]
+            frame_t = bilinear_sample(frame_t, px + d[0], py + d[1])  # frame t at p + d1(p)
+            frame_t2 = bilinear_sample(frame_t2, px + d[2], py + d[3])
     endpoints = {}
     with tf.variable_scope(tf.get_variable_scope(), reuse=tf.AUTO_REUSE):
         mind(tf.concat([frame_t, frame_t2], axis=3), False, spec=spec, folded=True,
@@ -107,32 +110,49 @@ def blend_level(spec, frame_t, frame_t2, fields=None, statistic=DEFAULT_STATISTI
         features = endpoints["features"][:, top:top + h, left:left + w]  # [B, H, W, C]
         # every stride-th pixel and row (a 1x1 pool with a stride: faster than a strided slice)
         features = tf.nn.max_pool(features, [1, 1, 1, 1], [1, stride, stride, 1], "VALID")
-        pixels = stride * pixel_grid(tf.shape(features)[1], tf.shape(features)[2])
         with tf.name_scope("moments"):  # [B, h, w, ...]
             offset, mass, peak = _strip_moments(features, endpoints["head"], None, k, statistic)
-
-        def per_pixel(x):
-            return x
     else:
         # The moments of every padded pixel, then the crop: the crop copies a few channels,
         # not 2K^2 (the padding is under 5 % of the pixels).
         with tf.name_scope("moments"):  # [B, H', W', ...]
-            offset, mass, peak = _strip_moments(endpoints["features"], endpoints["head"],
-                                                endpoints["logits"], k, statistic)
-
-        def per_pixel(x):  # [B, H', W', ...] the padded image -> [B, H, W, ...]
-            return x[:, top:top + h, left:left + w]
-
+            offset, mass, peak = (x[:, top:top + h, left:left + w] for x in _strip_moments(
+                endpoints["features"], endpoints["head"], endpoints["logits"], k, statistic))
     with tf.name_scope("unwarp"):
-        offset = per_pixel(offset)  # [B, h, w, 2, 2]
-        found = []
-        for f in (0, 1):
-            q = reflect_positions(pixels + offset[:, :, :, f], w, h)  # in the warped frame
-            if fields is not None:
-                q += sample_at(fields[..., f, :], q)  # the warp undone: q + d(q)
-            found.append(q)
-        return {"position": tf.stack(found, axis=3), "mass": per_pixel(mass),
-                "peak": per_pixel(peak)}
+        position = _unwarp(offset, flat, w, h, stride)  # [B, h, w, 2, 2]
+    return {"position": position, "mass": mass, "peak": peak}
+
+
+def _pixel_xy(height, width, stride):
+    """The x and the y of pixels ``stride (i, j)``, ``[1, h, w]`` each, ``h = ceil(height /
+    stride)``."""
+    ys, xs = tf.meshgrid(tf.range(0, height, stride), tf.range(0, width, stride), indexing="ij")
+    return tf.cast(xs, tf.float32)[None], tf.cast(ys, tf.float32)[None]
+
+
+def _reflect(v, size):
+    """Coordinates ``v`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1)."""
+    last = tf.cast(size, tf.float32) - 1.0
+    v = tf.abs(v)
+    return tf.where(v > last, 2.0 * last - v, v)
+
+
+def _unwarp(offset, fields, width, height, stride):
+    """Each read-out pixel's position in both frames: the pixel plus its ``offset``
+    ``[B, h, w, 4]`` (``(dx, dy)`` of frame t, then of frame t+2), reflected into the image,
+    then mapped back through the warp by the level's ``fields`` ``[B, H, W, 4]`` (None: no
+    warp): ``q + d(q)``. Returns ``[B, h, w, 2, 2]``."""
+    px, py = _pixel_xy(height, width, stride)  # [1, h, w]
+    o = tf.unstack(offset, axis=3)  # [B, h, w] each
+    out = []
+    for f in (0, 1):
+        x, y = _reflect(px + o[2 * f], width), _reflect(py + o[2 * f + 1], height)
+        if fields is not None:  # all four channels at once: a gather costs per position
+            d = tf.unstack(bilinear_sample(fields, x, y), axis=3)
+            x, y = x + d[2 * f], y + d[2 * f + 1]
+        out += [x, y]
+    position = tf.stack(out, axis=3)  # [B, h, w, 4]
+    return tf.reshape(position, tf.concat([tf.shape(position)[:3], [2, 2]], 0))
 
 
 def strip_count(features):
@@ -160,7 +180,7 @@ def _strip_moments(features, head, logits, k, statistic):
       statistic: the position statistic.
 
     Returns:
-      ``(offset [B, H', W', 2, 2], mass [B, H', W', 2], peak [B, H', W', 2])``: each padded
+      ``(offset [B, H', W', 4], mass [B, H', W', 2], peak [B, H', W', 2])``: each padded
       pixel's offset by ``statistic`` in both frames, and its blend mass and peak share.
     """
     strips = strip_count(features)
@@ -178,7 +198,7 @@ def _strip_moments(features, head, logits, k, statistic):
         else:
             offset = _around_largest(weights, k, statistic == "local")
         grid = tf.shape(logits)[:3]  # [B, r, W']
-        done = [tf.reshape(offset, tf.concat([grid, [2, 2]], 0)),
+        done = [tf.reshape(offset, tf.concat([grid, [4]], 0)),
                 tf.reshape(mass, tf.concat([grid, [2]], 0)),
                 tf.reshape(peak, tf.concat([grid, [2]], 0))]
         outs.append(done)
@@ -239,9 +259,4 @@ def blend_moments(logits, kernel_size):
 def reflect_positions(xy, width, height):
     """Positions ``[..., (x, y)]`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1), as
     the network's padding mirrors the image; sizes are numbers or scalar tensors."""
-    out = []
-    for axis, size in ((0, width), (1, height)):
-        last = tf.cast(size, tf.float32) - 1.0
-        v = tf.abs(xy[..., axis])
-        out.append(tf.where(v > last, 2.0 * last - v, v))
-    return tf.stack(out, axis=-1)
+    return tf.stack([_reflect(xy[..., 0], width), _reflect(xy[..., 1], height)], axis=-1)

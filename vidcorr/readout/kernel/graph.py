@@ -6,9 +6,15 @@
 1. the pyramid (:func:`vidcorr.readout.kernel.resample.area_downscale`), coarsest
    level first, each level read ``passes`` times by :func:`vidcorr.readout.kernel.blend.blend_level`,
    each pass warping by the previous one's fields; the fields a coarse level or a
-   pass hands on are median-filtered and confidence-smoothed
-   (:func:`vidcorr.readout.kernel.smoothing.smooth_field`) and upsampled to the next
-   level (:func:`~vidcorr.readout.kernel.resample.upsample_fields`);
+   pass hands on are read out at every ``HAND_ON_STRIDE``-th pixel and row only,
+   median-filtered and confidence-smoothed
+   (:func:`vidcorr.readout.kernel.smoothing.smooth_field`, the Gaussian's width divided
+   by the stride) and upsampled to the next pass's or level's pixels
+   (:func:`~vidcorr.readout.kernel.resample.upsample_fields`). The Gaussian (10 px by
+   default) is far wider than the stride, and the head, the moments, the unwarp and the
+   smoothing of those passes run on a quarter of the pixels: 288x384 unrefined went
+   from 0.59-0.61 to 0.48-0.49 s, 720x1280 from 5.17 to 4.35 s, one thread, with the
+   evaluation pairs' refined accuracy within 0.002 (``docs/benchmarks.md``);
 2. with ``upsample`` S > 1, a finer level on the pair resampled S times;
 3. the refinement on the frames (:func:`vidcorr.readout.refinement.refine_field`);
 4. the confidence: the smaller blend peak share of the two frames, times the
@@ -34,7 +40,6 @@ import numpy as np
 
 from vidcorr.compat import tf
 from vidcorr.model.network import mind
-from vidcorr.model.sampling import sample_at
 from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.readout.inference import FoldedGraph
 from vidcorr.readout.kernel.blend import blend_level, pixel_grid, tempered
@@ -76,31 +81,42 @@ def _level_size(height, width, index, static):
 def _passes(spec, base_a, base_b, fields, options, hand_on_smoothed, last):
     """A level's ``passes`` read-outs, each warping by the previous one's fields.
 
+    Args:
+      spec: the network's spec.
+      base_a: the level's frame t, ``[B, H, W, 3]``.
+      base_b: its frame t+2.
+      fields: None, or ``[B, H, W, 2, 2]`` fields the first pass warps by.
+      options: the match's options.
+      hand_on_smoothed: the fields handed on are read out at every ``HAND_ON_STRIDE``-th
+        pixel and smoothed; else every pixel's, as read.
+      last: the last pass is the final read-out.
+
     Returns:
-      ``(out, fields)``: the last pass's :func:`blend_level` dict and the fields it hands
-      on (None when ``last``: the final read-out hands nothing on).
+      ``(out, fields, stride)``: the last pass's :func:`blend_level` dict, the fields it
+      hands on (``[B, h, w, 2, 2]`` at every ``stride``-th pixel and row of the level; None
+      when ``last``: the final read-out hands nothing on).
     """
     o = options
-    size = tf.shape(base_a)[:3]  # [B, H, W]
+    size = tf.shape(base_a)[1], tf.shape(base_a)[2]  # (H, W)
     for n in range(o.passes):
         final = last and n + 1 == o.passes
         s = 1 if final or not hand_on_smoothed else HAND_ON_STRIDE
         out = blend_level(spec, base_a, base_b, fields, o.statistic, stride=s)
         if final:
-            return out, None
+            return out, None, 1
         shape = tf.shape(out["position"])  # [B, h, w, 2, 2], h = ceil(H / s)
         grid = s * pixel_grid(shape[1], shape[2])  # [1, h, w, 2]
-        flat = tf.reshape(out["position"] - grid[:, :, :, None], tf.concat([shape[:3], [4]], 0))
+        fields = out["position"] - grid[:, :, :, None]  # [B, h, w, 2, 2]
         if hand_on_smoothed:
             with tf.name_scope("smooth"):
+                flat = tf.reshape(fields, tf.concat([shape[:3], [4]], 0))  # [B, h, w, 4]
                 flat = smooth_field(flat, tf.reduce_min(out["peak"], axis=3), o.smooth,
-                                    o.sigma / s)  # [B, h, w, 4]
-        if s > 1:
-            with tf.name_scope("densify"):  # pixel p of the level at p / s of the samples
-                xy = tf.tile(pixel_grid(size[1], size[2]) / float(s), [size[0], 1, 1, 1])
-                flat = sample_at(flat, xy)  # [B, H, W, 4]
-        fields = tf.reshape(flat, tf.concat([size, [2, 2]], 0))  # [B, H, W, 2, 2]
-    return out, fields
+                                    o.sigma / s)
+                fields = tf.reshape(flat, shape)
+        if n + 1 < o.passes and s > 1:
+            with tf.name_scope("densify"):  # the next pass warps every pixel
+                fields = upsample_fields(fields, size[0], size[1], size, s)  # [B, H, W, 2, 2]
+    return out, fields, s
 
 
 def match_ops(spec, frame_t, frame_t2, options, max_levels=None, unroll=False):
@@ -131,7 +147,7 @@ def match_ops(spec, frame_t, frame_t2, options, max_levels=None, unroll=False):
         height, width = shape[1], shape[2]
         built = int(max_levels)
         used = levels_in_graph(height, width, o.levels)
-    fields = None
+    fields, stride, size = None, 1, None  # what the previous level hands on
     for index in range(built - 1, -1, -1):  # coarsest first
         h, w = _level_size(height, width, index, static)
         with tf.name_scope("downscale"):
@@ -139,19 +155,21 @@ def match_ops(spec, frame_t, frame_t2, options, max_levels=None, unroll=False):
             base_b = area_downscale(frame_t2, h, w, 2 ** index)
         if fields is not None:
             with tf.name_scope("upsample"):
-                fields = upsample_fields(fields, h, w)  # [B, h, w, 2, 2]
+                fields = upsample_fields(fields, h, w, size, stride)  # [B, h, w, 2, 2]
         last = index == 0 and o.upsample == 1
-        out, fields = _passes(spec, base_a, base_b, fields, o, True, last)
+        out, fields, stride = _passes(spec, base_a, base_b, fields, o, True, last)
+        size = (h, w)
         if used is not None and index > 0:  # a level the size does not use hands on nothing
             fields *= tf.cast(index < used, tf.float32)
     s = o.upsample
     if s > 1:  # the finer read-out: the pair resampled, pixel p at S p
+        fields = upsample_fields(fields, height, width, size, stride)  # every pixel's
         base_a, base_b = upsample_exact(frame_t, s), upsample_exact(frame_t2, s)
         fields = s * upsample_exact(tf.reshape(fields, tf.concat([tf.shape(fields)[:3], [4]], 0)),
                                     s, cubic=False)
         shape = tf.shape(fields)
         fields = tf.reshape(fields, tf.concat([shape[:3], [2, 2]], 0))
-        out, _ = _passes(spec, base_a, base_b, fields, o, False, True)
+        out, _, _ = _passes(spec, base_a, base_b, fields, o, False, True)
     position, peak = out["position"], out["peak"]  # [B, h, w, 2, 2], [B, h, w, 2]
     ratio = tf.reduce_min(peak, axis=3)  # [B, h, w]: the smaller peak share
     if o.refine != "none":

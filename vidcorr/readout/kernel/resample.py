@@ -9,7 +9,8 @@ runtime runs them, ONNX included):
   fall in its footprint), as :func:`vidcorr.readout.pyramid.build_pyramid` makes it;
 * :func:`upsample_fields`: a coarse level's fields at the next finer size, bilinear
   through the pixel centres, displacements scaled with the size
-  (:func:`vidcorr.readout.pyramid.upsample_field`);
+  (:func:`vidcorr.readout.pyramid.upsample_field`); fields read out at every other
+  pixel go straight to the next pass's or level's size;
 * :func:`upsample_exact`: the finer read-out's pair, pixel ``p`` at ``S p``
   (:func:`vidcorr.readout.pyramid.upsample_exact`), cubic (Catmull-Rom) for images,
   bilinear for fields.
@@ -57,15 +58,29 @@ def area_downscale(images, height, width, factor):
     return _box_1d(_box_1d(images, height, factor, 1), width, factor, 2)
 
 
-def upsample_fields(fields, height, width):
-    """``fields [B, h, w, 2, 2]`` (two frames' ``(dx, dy)``) at ``height`` x ``width``:
-    bilinear through the pixel centres, the border repeated, displacements scaled."""
+def upsample_fields(fields, height, width, size=None, stride=1):
+    """``fields [B, h, w, 2, 2]`` (two frames' ``(dx, dy)``) at ``height`` x ``width``: bilinear
+    through the pixel centres, the border repeated, displacements scaled.
+
+    Args:
+      fields: ``[B, h, w, 2, 2]``.
+      height: the output's height (an int or a scalar tensor).
+      width: the output's width.
+      size: ``(H, W)``, the size of the level the fields belong to (None: ``(h, w)``).
+      stride: the fields were read out at every ``stride``-th pixel and row of that level
+        (its pixel ``stride (i, j)`` at ``[i, j]``; :func:`vidcorr.readout.kernel.blend.blend_level`).
+
+    Returns:
+      ``[B, height, width, 2, 2]``.
+    """
     shape = tf.shape(fields)
-    h, w = tf.cast(shape[1], tf.float32), tf.cast(shape[2], tf.float32)
+    h, w = (shape[1], shape[2]) if size is None else size
+    h, w = tf.cast(h, tf.float32), tf.cast(w, tf.float32)
     sx, sy = tf.cast(width, tf.float32) / w, tf.cast(height, tf.float32) / h
     ys, xs = tf.meshgrid(tf.cast(tf.range(height), tf.float32),
                          tf.cast(tf.range(width), tf.float32), indexing="ij")
-    xy = tf.stack([(xs + 0.5) / sx - 0.5, (ys + 0.5) / sy - 0.5], axis=-1)  # [H, W, 2]
+    s = float(stride)
+    xy = tf.stack([((xs + 0.5) / sx - 0.5) / s, ((ys + 0.5) / sy - 0.5) / s], axis=-1)  # [H, W, 2]
     xy = tf.tile(xy[None], [shape[0], 1, 1, 1])  # [B, H, W, 2]
     flat = tf.reshape(fields, tf.concat([shape[:3], [4]], 0))  # [B, h, w, 4]
     up = tf.reshape(sample_at(flat, xy), tf.concat([tf.shape(xy)[:3], [2, 2]], 0))

@@ -14,21 +14,28 @@ from vidcorr.readout.confidence import TEXTURE_RADIUS, TEXTURE_SCALE
 __all__ = ["texture_map", "texture_at"]
 
 
+def _part(x, start, size, axis):
+    """``size`` entries of ``x`` along ``axis`` from ``start`` (ints or scalar tensors): a
+    slice, which copies rows where a gather would index every entry."""
+    begin, sizes = [0, 0, 0, 0], [-1, -1, -1, -1]
+    begin[axis], sizes[axis] = start, size
+    return tf.slice(x, tf.stack(begin), tf.stack(sizes))
+
+
 def _edge_pad(x, r, axis):
     """``x`` extended by ``r`` pixels on both sides of ``axis``, the edge repeated."""
     n = tf.shape(x)[axis]
-    return tf.gather(x, tf.clip_by_value(tf.range(-r, n + r), 0, n - 1), axis=axis)
+    return tf.concat([_part(x, 0, 1, axis)] * r + [x] + [_part(x, n - 1, 1, axis)] * r,
+                     axis=axis)
 
 
 def _gradient(x, axis):
     """numpy's ``gradient`` along ``axis``: central differences, one-sided at the ends."""
     n = tf.shape(x)[axis]
-    first, second = tf.gather(x, [0], axis=axis), tf.gather(x, [1], axis=axis)
-    last, before = tf.gather(x, [n - 1], axis=axis), tf.gather(x, [n - 2], axis=axis)
-    p = tf.concat([2.0 * first - second, x, 2.0 * last - before], axis=axis)
-    ahead = tf.gather(p, tf.range(2, n + 2), axis=axis)
-    behind = tf.gather(p, tf.range(0, n), axis=axis)
-    return 0.5 * (ahead - behind)
+    inner = 0.5 * (_part(x, 2, n - 2, axis) - _part(x, 0, n - 2, axis))
+    first = _part(x, 1, 1, axis) - _part(x, 0, 1, axis)
+    last = _part(x, n - 1, 1, axis) - _part(x, n - 2, 1, axis)
+    return tf.concat([first, inner, last], axis=axis)
 
 
 def texture_map(images, radius=TEXTURE_RADIUS, scale=TEXTURE_SCALE):
