@@ -119,22 +119,13 @@ def _passes(spec, base_a, base_b, fields, options, hand_on_smoothed, last):
     return out, fields, s
 
 
-def match_ops(spec, frame_t, frame_t2, options, max_levels=None, unroll=False):
-    """The whole match of a batch of pairs (see the module docstring).
-
-    Args:
-      spec: the :class:`vidcorr.model.spec.NetworkSpec` (``kernel_size`` > 0).
-      frame_t: ``[B, H, W, 3]`` float in [0, 1].
-      frame_t2: ``[B, H, W, 3]``.
-      options: a :class:`vidcorr.readout.options.MatchOptions` (its ``temperature`` is the
-        caller's: load :func:`vidcorr.readout.kernel.blend.tempered` weights).
-      max_levels: None for a static size (the levels are known); for a size unknown
-        until run time, the levels built (a size that would use more gets these).
-      unroll: the refinement's loops in Python, not ``tf.while_loop`` (for converters
-        without nested loops: the ONNX export).
+def _coarse_to_fine(spec, frame_t, frame_t2, options, max_levels):
+    """The pyramid's levels, coarsest first, then with ``upsample`` S > 1 the finer read-out
+    (see :func:`match_ops` for the arguments).
 
     Returns:
-      ``{"position": [B, H, W, 2, 2], "peak": [B, H, W, 2], "confidence": [B, H, W]}``.
+      ``(out, base_a, base_b)``: the final read-out's :func:`blend_level` dict and the pair
+      it read (the frames themselves, or resampled S times).
     """
     o = options
     static = max_levels is None
@@ -170,6 +161,29 @@ def match_ops(spec, frame_t, frame_t2, options, max_levels=None, unroll=False):
         shape = tf.shape(fields)
         fields = tf.reshape(fields, tf.concat([shape[:3], [2, 2]], 0))
         out, _, _ = _passes(spec, base_a, base_b, fields, o, False, True)
+    return out, base_a, base_b
+
+
+def match_ops(spec, frame_t, frame_t2, options, max_levels=None, unroll=False):
+    """The whole match of a batch of pairs (see the module docstring).
+
+    Args:
+      spec: the :class:`vidcorr.model.spec.NetworkSpec` (``kernel_size`` > 0).
+      frame_t: ``[B, H, W, 3]`` float in [0, 1].
+      frame_t2: ``[B, H, W, 3]``.
+      options: a :class:`vidcorr.readout.options.MatchOptions` (its ``temperature`` is the
+        caller's: load :func:`vidcorr.readout.kernel.blend.tempered` weights).
+      max_levels: None for a static size (the levels are known); for a size unknown
+        until run time, the levels built (a size that would use more gets these).
+      unroll: the refinement's loops in Python, not ``tf.while_loop`` (for converters
+        without nested loops: the ONNX export).
+
+    Returns:
+      ``{"position": [B, H, W, 2, 2], "peak": [B, H, W, 2], "confidence": [B, H, W]}``.
+    """
+    o = options
+    s = o.upsample
+    out, base_a, base_b = _coarse_to_fine(spec, frame_t, frame_t2, o, max_levels)
     position, peak = out["position"], out["peak"]  # [B, h, w, 2, 2], [B, h, w, 2]
     ratio = tf.reduce_min(peak, axis=3)  # [B, h, w]: the smaller peak share
     if o.refine != "none":
