@@ -51,10 +51,10 @@ STRIP_PIXELS = 1 << 18  # padded pixels per strip of a level's logits (:func:`st
 HEAD = MODEL_SCOPE + "/output"  # the kernel head's 1x1 convolution
 
 
-def pixel_grid(height, width):
-    """Each pixel's own ``(x, y)``, ``[1, H, W, 2]`` float; sizes are ints or scalar tensors."""
-    ys, xs = tf.meshgrid(tf.range(height), tf.range(width), indexing="ij")
-    return tf.cast(tf.stack([xs, ys], axis=-1), tf.float32)[None]  # [1, H, W, 2]
+def pixel_grid(height, width, stride=1):
+    """The ``(x, y)`` of pixels ``stride (i, j)``, ``[1, h, w, 2]`` float, ``h = ceil(height /
+    stride)``; sizes are ints or scalar tensors."""
+    return tf.stack(_pixel_xy(height, width, stride), axis=-1)  # [1, h, w, 2]
 
 
 def tempered(weights, temperature):
@@ -147,7 +147,7 @@ def _unwarp(offset, fields, width, height, stride):
     out = []
     for f in (0, 1):
         x, y = _reflect(px + o[2 * f], width), _reflect(py + o[2 * f + 1], height)
-        if fields is not None:  # all four channels at once: a gather costs per position
+        if fields is not None:  # the four channels at once: no slice of the fields per frame
             d = tf.unstack(bilinear_sample(fields, x, y), axis=3)
             x, y = x + d[2 * f], y + d[2 * f + 1]
         out += [x, y]

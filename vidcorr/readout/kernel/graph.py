@@ -105,7 +105,7 @@ def _passes(spec, base_a, base_b, fields, options, hand_on_smoothed, last):
         if final:
             return out, None, 1
         shape = tf.shape(out["position"])  # [B, h, w, 2, 2], h = ceil(H / s)
-        grid = s * pixel_grid(shape[1], shape[2])  # [1, h, w, 2]
+        grid = pixel_grid(size[0], size[1], s)  # [1, h, w, 2]
         fields = out["position"] - grid[:, :, :, None]  # [B, h, w, 2, 2]
         if hand_on_smoothed:
             with tf.name_scope("smooth"):
