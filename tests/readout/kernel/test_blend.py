@@ -124,14 +124,15 @@ def _example_crop(dx, height=128, width=256):
 
 
 def test_reflection_at_every_border_against_numpy():
-    from vidcorr.readout.kernel.blend import reflect_positions
+    from vidcorr.readout.kernel.blend import reflect
 
     w, h = 10, 7  # different sizes: x reflects at 0 and 9, y at 0 and 6
     xy = np.array([[-1.5, -0.25], [10.5, 7.75], [9.0, 6.0], [3.2, 2.1], [-3.0, 8.5]],
                   np.float32)
     expected = np.array([[1.5, 0.25], [7.5, 4.25], [9.0, 6.0], [3.2, 2.1], [3.0, 3.5]])
     with tf.Session(graph=tf.Graph()) as sess:
-        got = sess.run(reflect_positions(tf.constant(xy), w, h))
+        got = np.stack(sess.run([reflect(tf.constant(xy[:, 0]), w),
+                                 reflect(tf.constant(xy[:, 1]), tf.constant(h))]), axis=-1)
     np.testing.assert_allclose(got, expected, atol=1e-6)
 
 

@@ -43,7 +43,7 @@ from vidcorr.model.spec import MODEL_SCOPE
 from vidcorr.model.sampling import bilinear_sample
 from vidcorr.readout.options import DEFAULT_STATISTIC
 
-__all__ = ["blend_level", "blend_moments", "reflect_positions", "pixel_grid", "tempered",
+__all__ = ["blend_level", "blend_moments", "reflect", "pixel_grid", "tempered",
            "strip_count", "MASS_FLOOR", "STRIP_PIXELS"]
 
 MASS_FLOOR = 1e-6  # a frame with less weight than this has no defined position
@@ -130,8 +130,9 @@ def _pixel_xy(height, width, stride):
     return tf.cast(xs, tf.float32)[None], tf.cast(ys, tf.float32)[None]
 
 
-def _reflect(v, size):
-    """Coordinates ``v`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1)."""
+def reflect(v, size):
+    """Coordinates ``v`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1), as the
+    network's padding mirrors the image; ``size`` a number or a scalar tensor."""
     last = tf.cast(size, tf.float32) - 1.0
     v = tf.abs(v)
     return tf.where(v > last, 2.0 * last - v, v)
@@ -146,7 +147,7 @@ def _unwarp(offset, fields, width, height, stride):
     o = tf.unstack(offset, axis=3)  # [B, h, w] each
     out = []
     for f in (0, 1):
-        x, y = _reflect(px + o[2 * f], width), _reflect(py + o[2 * f + 1], height)
+        x, y = reflect(px + o[2 * f], width), reflect(py + o[2 * f + 1], height)
         if fields is not None:  # the four channels at once: no slice of the fields per frame
             d = tf.unstack(bilinear_sample(fields, x, y), axis=3)
             x, y = x + d[2 * f], y + d[2 * f + 1]
@@ -255,8 +256,3 @@ def blend_moments(logits, kernel_size):
     peak = tf.reshape(tf.reduce_max(per_frame, axis=1), [-1, 2]) / safe  # [N, 2]
     return per_frame, mass, centroid, peak
 
-
-def reflect_positions(xy, width, height):
-    """Positions ``[..., (x, y)]`` reflected into ``[0, size - 1]`` (pixel -1 is pixel 1), as
-    the network's padding mirrors the image; sizes are numbers or scalar tensors."""
-    return tf.stack([_reflect(xy[..., 0], width), _reflect(xy[..., 1], height)], axis=-1)
