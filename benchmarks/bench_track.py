@@ -107,7 +107,7 @@ def main():
             h, w = (int(v) for v in args.size.split("x"))
             folder = write_clip(os.path.join(work, "speed"), h, w, args.frames)
             matcher = tracking_matcher(**checked(parser, args.option))
-            print("| size | forward-backward read-out | frames/s | read-out s/frame | "
+            print("| size | swapped read-out (consistency) | frames/s | read-out s/frame | "
                   "chaining s/frame |")
             print("|---|---|---|---|---|")
             for consistency in (True, False):

@@ -95,8 +95,13 @@ def main(argv=None):
     parser.add_argument("--length", type=int, default=40, help="frames per clip")
     parser.add_argument("--grid", type=int, default=16, help="query grid stride")
     parser.add_argument("--clips", default="translate,rotate,zoom")
-    parser.add_argument("--no-consistency", action="store_true",
-                        help="vidcorr without the swapped read-out")
+    swap = parser.add_mutually_exclusive_group()
+    swap.add_argument("--consistency", action="store_true", default=None,
+                      help="vidcorr with the swapped read-out")
+    swap.add_argument("--no-consistency", dest="consistency", action="store_false",
+                      help="vidcorr without it (default: TrackSettings' default)")
+    parser.add_argument("--round-trip", choices=("on", "off"), default=None,
+                        help="vidcorr's round-trip check (default: TrackSettings' default)")
     parser.add_argument("--anchor-every", type=int, default=8, help="0: no anchors")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         type=option,
@@ -107,7 +112,10 @@ def main(argv=None):
 
     os.makedirs(args.out_dir, exist_ok=True)
     h, w = args.size
-    settings = TrackSettings(consistency=not args.no_consistency, anchor_every=args.anchor_every)
+    chosen = {} if args.round_trip is None else {"round_trip": args.round_trip == "on"}
+    if args.consistency is not None:
+        chosen["consistency"] = args.consistency
+    settings = TrackSettings(anchor_every=args.anchor_every, **chosen)
     options = checked(parser, args.option)
     matcher = tracking_matcher(**options)  # the tracking defaults, --option over them
     rows = []

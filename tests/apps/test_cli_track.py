@@ -38,7 +38,7 @@ def test_the_command_writes_every_output(clip_dir, tmp_path, capsys):
     assert gif.n_frames == LENGTH
     # a grid, and a second run replaces the folder whole
     assert track_main([clip_dir, "--grid", "16", "--out", str(out), "--no-progress",
-                       "--start", "2", "--end", "6"]) == 0
+                       "--start", "2", "--end", "6", "--consistency"]) == 0  # with the swap
     result = Tracks.load(str(out / "tracks.npz"))
     np.testing.assert_array_equal(result.frames, [2, 3, 4, 5, 6])
     assert len(result.tracks) == (H // 16) * (W // 16)

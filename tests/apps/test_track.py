@@ -87,9 +87,13 @@ def test_the_tracking_sampler_takes_out_the_bilinear_drift(clip_dir, matcher):
     assert final["bspline"] < final["bilinear"] / 3, final
 
 
-def test_a_query_in_the_middle_is_tracked_both_ways(clip_dir, matcher):
+@pytest.mark.parametrize("consistency", [False, True])  # one read-out per pair, or with its swap
+def test_a_query_in_the_middle_is_tracked_both_ways(clip_dir, matcher, consistency):
+    from vidcorr.tracking.chain import TrackSettings
+
     queries = np.vstack([_queries(4)[:6], _queries(0)[:2]])
-    result = track(clip_dir, queries=queries, matcher=matcher, progress=False)
+    result = track(clip_dir, queries=queries, matcher=matcher, progress=False,
+                   settings=TrackSettings(consistency=consistency))
     truth, _ = _clip().truth(queries)
     assert np.isfinite(result.tracks).all()  # before the query frame too
     np.testing.assert_array_equal(result.tracks[:6, 4], queries[:6, 1:])

@@ -116,6 +116,26 @@ def test_a_hidden_point_moves_on_at_its_last_velocity():
     np.testing.assert_allclose(chain.position[0], [23.0, 23.0])  # 21.5 + 1.5 each way
 
 
+def test_the_round_trip_fails_exactly_where_the_map_folds():
+    # middle pixels left of column 30 move 4 px right, the rest stay: frame t's columns 26-29
+    # land on 30-33, which belong to the middle pixels that stayed (a fold: hidden there)
+    yy, xx = np.mgrid[0:H, 0:W].astype(float)
+    fold = np.stack([np.where(xx < 30, 4.0, 0.0), np.zeros((H, W))], axis=-1)
+    smooth = np.stack([0.02 * xx + 0.5, -0.01 * yy + 0.3], axis=-1)  # an affine motion
+    points = np.column_stack([np.arange(10.0, 45.0), np.full(35, 20.0)])  # columns 10-44
+    for shift, folded in ((fold, (points[:, 0] >= 26) & (points[:, 0] <= 29)),
+                          (smooth, np.zeros(len(points), bool))):
+        pair = PairReadout.from_arrays({"shift1": np.zeros((H, W, 2)), "shift3": shift,
+                                        "confidence": np.ones((H, W))})
+        moved, plain, _ = pair.step(points, True, 1.0)
+        np.testing.assert_allclose(moved, points + shift[20, points[:, 0].astype(int)])
+        assert plain.all()  # one read-out, no swap: only the inversion is checked
+        again, checked, _ = pair.step(points, True, 1.0, round_trip=True)
+        np.testing.assert_array_equal(again, moved)
+        boundary = np.abs(points[:, 0] - 29.5) < 1  # the shift blends between 29 and 30
+        np.testing.assert_array_equal(checked[~boundary], ~folded[~boundary])
+
+
 def test_patches_and_similarity():
     frame = _texture(np.random.RandomState(4), H, W)
     a = patches(frame, np.array([[20.0, 20.0], [30.5, 10.25]]), 5)
@@ -128,6 +148,7 @@ def test_patches_and_similarity():
 
 @pytest.mark.parametrize("field,value", [("tolerance", -1.0), ("min_confidence", 2.0),
                                          ("patch", 4), ("consistency", "yes"),
+                                         ("round_trip", 1),
                                          ("min_similarity", "x")])
 def test_bad_settings_are_one_line_errors(field, value):
     with pytest.raises(UserError, match=field):

@@ -42,14 +42,21 @@ def track_main(argv=None):
                         help="a point below it is invisible (default %(default)s)")
     parser.add_argument("--tolerance", type=float, default=defaults.tolerance,
                         help="forward-backward check, pixels (default %(default)s)")
-    parser.add_argument("--no-consistency", action="store_true",
-                        help="skip the swapped read-out (half the cost, a weaker check)")
+    swap = parser.add_mutually_exclusive_group()
+    swap.add_argument("--consistency", action="store_true", default=defaults.consistency,
+                      help="read every pair swapped too: an independent forward-backward check "
+                           "at twice the read-out cost")
+    swap.add_argument("--no-consistency", dest="consistency", action="store_false",
+                      help="one read-out per pair (the default)")
+    parser.add_argument("--no-round-trip", action="store_true",
+                        help="skip the round trip through each pair's read-out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
     try:
         settings = TrackSettings(min_confidence=args.min_confidence, tolerance=args.tolerance,
-                                 consistency=not args.no_consistency)
+                                 consistency=args.consistency,
+                                 round_trip=not args.no_round_trip)
     except UserError as err:
         parser.error("--" + str(err).replace("_", "-"))
     with quiet_stderr(not args.verbose):

@@ -1,15 +1,15 @@
 """``vidcorr-track``: points followed through a video, with visibility per frame.
 
 :func:`track` streams the frames once, reads every consecutive pair with the kernel
-read-out (one graph for the frame size; the pair and its swap in one ``sess.run``)
-and chains the read-outs (:mod:`vidcorr.tracking.chain`). A query may start at any
-tracked frame: from there it is followed forward in the same pass, and backward in
-a second pass over the read-outs and frames up to the last query's frame, which the
-first pass kept in a scratch folder on disk (memory stays flat in the clip's
+read-out (one graph for the frame size; with ``consistency``, the pair and its swap in
+one ``sess.run``) and chains the read-outs (:mod:`vidcorr.tracking.chain`). A query may
+start at any tracked frame: from there it is followed forward in the same pass, and
+backward in a second pass over the read-outs and frames up to the last query's frame,
+which the first pass kept in a scratch folder on disk (memory stays flat in the clip's
 length). :class:`Tracks` holds the result and writes ``tracks.npz``, ``tracks.csv``,
 ``tracks.png`` (the tracks on the last frame) and ``tracks.gif`` (the clip with the
-tracks drawn, a third pass over the frames) into a folder that appears whole or not
-at all.
+tracks drawn, a third pass over the frames) into a folder that appears whole or not at
+all.
 """
 
 import collections

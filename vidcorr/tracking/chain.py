@@ -12,10 +12,14 @@ the new frame when
 
 * the inversion converged (some middle pixel maps to it: a point being covered
   has none),
-* the forward-backward check holds: the pair read the other way round (frames
-  swapped, in the same batch) puts the middle pixel's two ends within
-  ``tolerance`` pixels of where the forward read-out puts them (the two read-outs
-  are then averaged, halving their independent errors),
+* the round trip holds: the point's match, traced back through the same read-out
+  (the middle pixel found again from the other end), comes home within
+  ``tolerance`` pixels; where the map folds (two middle pixels claim one point, one
+  of them hidden there) it does not,
+* with ``consistency``, the forward-backward check holds too: the pair read the
+  other way round (frames swapped, in the same batch) puts the middle pixel's two
+  ends within ``tolerance`` pixels of where the forward read-out puts them (the two
+  read-outs are then averaged, halving their independent errors),
 * its confidence (the read-out's, sampled at the middle pixel) is at least
   ``min_confidence``,
 * its look has not changed suddenly: its template (below) correlates at least
@@ -73,9 +77,12 @@ class TrackSettings:
 
     Attributes:
       min_confidence: a point whose read-out confidence is below it is invisible.
-      tolerance: pixels; the forward-backward check's largest disagreement.
-      consistency: read every pair both ways (the forward-backward check); False
-        halves the cost and leaves visibility to the other tests.
+      tolerance: pixels; the forward-backward checks' largest disagreement.
+      consistency: read every pair both ways too (an independent forward-backward check,
+        the two read-outs averaged) at twice the read-out cost; on the track study's
+        clips it changed no column by more than 0.002 (``docs/tracking.md``).
+      round_trip: a point's match traced back through the same read-out must come home
+        (the check one read-out offers: it fails where the map folds).
       patch: the side of the re-finding template (odd, pixels).
       min_similarity: the template correlation a hidden point needs to be seen again.
       anchor_every: every this many frames, a point seen at both ends is moved from its
@@ -84,7 +91,8 @@ class TrackSettings:
 
     min_confidence: float = 0.05
     tolerance: float = 1.0
-    consistency: bool = True
+    consistency: bool = False
+    round_trip: bool = True
     patch: int = 7
     min_similarity: float = 0.7
     anchor_every: int = 8
@@ -96,8 +104,9 @@ class TrackSettings:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                     not low <= value <= high:
                 raise UserError("%s must be a number in [%g, %g], got %r" % (name, low, high, value))
-        if not isinstance(self.consistency, bool):
-            raise UserError("consistency must be True or False, got %r" % (self.consistency,))
+        for name in ("consistency", "round_trip"):
+            if not isinstance(getattr(self, name), bool):
+                raise UserError("%s must be True or False, got %r" % (name, getattr(self, name)))
         if isinstance(self.anchor_every, bool) or not isinstance(self.anchor_every, int) or \
                 not 0 <= self.anchor_every <= MAX_ANCHOR:
             raise UserError("anchor_every must be a whole number of frames in [0, %d], got %r"
@@ -149,19 +158,31 @@ class PairReadout(object):
                              if "disagreement" in arrays else None)
         return self
 
-    def step(self, points, forward, tolerance):
+    def step(self, points, forward, tolerance, round_trip=False):
         """Moves ``points`` ``[N, 2]`` from the first frame to the second (``forward``) or back.
+
+        Args:
+          points: ``[N, 2]`` (x, y).
+          forward: from the first frame to the second; else back.
+          tolerance: pixels, the checks' largest disagreement.
+          round_trip: also trace each moved point back through the same read-out (its
+            middle pixel found again from the other end): it must come home within
+            ``tolerance``.
 
         Returns:
           ``(moved, passed, confidence)``: ``[N, 2]`` positions, ``[N]`` bool (the inversion
-          converged and, with a swapped read-out, the forward-backward check holds) and
-          ``[N]`` confidence.
+          converged and, with a swapped read-out, the forward-backward check holds; with
+          ``round_trip``, so does the round trip) and ``[N]`` confidence.
         """
         own, other = (0, 1) if forward else (1, 0)
         middle, passed = invert_shift(self.shifts[own], points)
         moved = apply_map(self.shifts[other], middle)
         if self.disagreement is not None:
             passed &= sample_field(self.disagreement, middle) <= tolerance
+        if round_trip:  # traced back from where it went, it comes home (no fold there)
+            again, found = invert_shift(self.shifts[other], moved)
+            home = apply_map(self.shifts[own], again)
+            passed &= found & (np.hypot(*(home - points).T) <= tolerance)
         return moved, passed, sample_field(self.confidence, middle)
 
 
@@ -233,7 +254,7 @@ class Chain(object):
         if not len(idx):
             return
         old, seen = self.position[idx], self.visible[idx]
-        moved, passed, confidence = pair.step(old, forward, s.tolerance)
+        moved, passed, confidence = pair.step(old, forward, s.tolerance, s.round_trip)
         outside = ~self.inside(moved)
         came_in = ~self.inside(old) & ~outside  # no read-out sees it in both frames: its look
         look = patches(frame, moved, s.patch)
@@ -249,7 +270,8 @@ class Chain(object):
         # ... and is looked for there in the new frame, traced back through the pair
         retry = np.flatnonzero(~seen & ~visible & ~take & self.inside(guess))
         if len(retry):
-            _, back, back_confidence = pair.step(guess[retry], not forward, s.tolerance)
+            _, back, back_confidence = pair.step(guess[retry], not forward, s.tolerance,
+                                                s.round_trip)
             look[retry] = patches(frame, guess[retry], s.patch)
             alike[retry] = similarity(look[retry], self.template[idx][retry])
             found = back & (alike[retry] >= s.min_similarity) & (
@@ -282,7 +304,7 @@ class Chain(object):
         moved_any = np.zeros(len(self.active), bool)
         if not len(idx):
             return moved_any
-        moved, passed, confidence = pair.step(earlier[idx], forward, s.tolerance)
+        moved, passed, confidence = pair.step(earlier[idx], forward, s.tolerance, s.round_trip)
         alike = similarity(patches(frame, moved, s.patch), self.template[idx])
         ok = passed & self.inside(moved) & (confidence >= s.min_confidence) & (
             alike >= KEEP_SIMILARITY) & (
