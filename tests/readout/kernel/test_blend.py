@@ -171,7 +171,8 @@ def test_positions_map_back_through_fields_that_vary(random_kernel_checkpoint, r
 def test_strips_of_rows_equal_the_whole_level(random_kernel_checkpoint, rng, monkeypatch,
                                               statistic):
     """The logits read strip after strip (5 uneven strips of a 32x64 level, a batch of two
-    pairs, warped by fields) give what the whole level's logits give."""
+    pairs, warped by fields; and a level of unknown size, the exported graph's, in
+    ANY_SIZE_STRIPS strips split at run time) give what the whole level's logits give."""
     from vidcorr.readout.kernel import blend
 
     _, spec, values = find_model(random_kernel_checkpoint)
@@ -180,25 +181,30 @@ def test_strips_of_rows_equal_the_whole_level(random_kernel_checkpoint, rng, mon
     frames = [rng.rand(2, h, w, 3).astype(np.float32) for _ in range(2)]
     fields = (2.0 * rng.rand(2, h, w, 2, 2) - 1.0).astype(np.float32)
     outs, heads = [], []
-    for pixels in (1 << 18, 420):  # one strip; ceil(2048 / 420) = 5 strips of 6 or 7 rows
+    # one strip; ceil(2048 / 420) = 5 strips of 6 or 7 rows; the size unknown until run time
+    for pixels, known in ((1 << 18, True), (420, True), (1 << 18, False)):
         monkeypatch.setattr(blend, "STRIP_PIXELS", pixels)
         graph = tf.Graph()
         with graph.as_default():
-            a, b = (tf.constant(f) for f in frames)
-            out = blend.blend_level(spec, a, b, tf.constant(fields), statistic)
+            shape = [2, h, w] if known else [None, None, None]
+            a, b = (tf.placeholder(tf.float32, shape + [3]) for _ in frames)
+            d = tf.placeholder(tf.float32, shape + [2, 2])
+            out = blend.blend_level(spec, a, b, d, statistic)
             heads.append(sum(op.type == "Conv2D" and "output" in op.name
                              for op in graph.get_operations()))
             with tf.Session() as sess:
                 sess.run(tf.global_variables_initializer())
                 for var in tf.global_variables():
                     var.load(weights[var.op.name], sess)
-                outs.append(sess.run(out))
-    assert heads == [1, 6]  # the whole level's head (built, unused) and one per strip
+                outs.append(sess.run(out, {a: frames[0], b: frames[1], d: fields}))
+    # the whole level's head (built, unused) and one per strip
+    assert heads == [1, 6, 1 + blend.ANY_SIZE_STRIPS] and blend.ANY_SIZE_STRIPS > 1
     for name in ("position", "mass", "peak"):
-        assert outs[1][name].shape == outs[0][name].shape == (2, h, w, 2) + (
-            (2,) if name == "position" else ())
-        np.testing.assert_allclose(outs[1][name], outs[0][name], rtol=1e-5, atol=1e-5,
-                                   err_msg=name)
+        for other in outs[1:]:
+            assert other[name].shape == outs[0][name].shape == (2, h, w, 2) + (
+                (2,) if name == "position" else ())
+            np.testing.assert_allclose(other[name], outs[0][name], rtol=1e-5, atol=1e-5,
+                                       err_msg=name)
 
 
 @pytest.mark.parametrize("pixels", [1 << 18, 100])

@@ -44,10 +44,14 @@ from vidcorr.model.sampling import bilinear_sample
 from vidcorr.readout.options import DEFAULT_STATISTIC
 
 __all__ = ["blend_level", "blend_moments", "reflect", "pixel_grid", "tempered",
-           "strip_count", "MASS_FLOOR", "STRIP_PIXELS"]
+           "strip_count", "MASS_FLOOR", "STRIP_PIXELS", "ANY_SIZE_STRIPS"]
 
 MASS_FLOOR = 1e-6  # a frame with less weight than this has no defined position
 STRIP_PIXELS = 1 << 18  # padded pixels per strip of a level's logits (:func:`strip_count`)
+# Strips of a level of unknown size (the exported match): a 720x1280 level's count. With one,
+# the SavedModel's match peaked at 2.34 GB at 720x1280, with four at 1.85 GB
+# (research/serving/memory_720_2026-12-07.md).
+ANY_SIZE_STRIPS = 4
 HEAD = MODEL_SCOPE + "/output"  # the kernel head's 1x1 convolution
 
 
@@ -158,11 +162,11 @@ def _unwarp(offset, fields, width, height, stride):
 
 def strip_count(features):
     """How many strips of rows :func:`blend_level` reads a level's logits in: one per
-    ``STRIP_PIXELS`` padded pixels of a pair, one when the size is unknown (the exported
-    graph)."""
+    ``STRIP_PIXELS`` padded pixels of a pair; ``ANY_SIZE_STRIPS`` when the size is unknown
+    (the exported graph: its rows split by the run-time height)."""
     height, width = features.shape.as_list()[1:3]
     if height is None or width is None:
-        return 1
+        return ANY_SIZE_STRIPS
     return max(1, min(height, -(-height * width // STRIP_PIXELS)))
 
 
