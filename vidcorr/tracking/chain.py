@@ -80,7 +80,7 @@ class TrackSettings:
       tolerance: pixels; the forward-backward checks' largest disagreement.
       consistency: read every pair both ways too (an independent forward-backward check,
         the two read-outs averaged) at twice the read-out cost; on the track study's
-        clips it changed no column by more than 0.002 (``docs/tracking.md``).
+        clips it moved no mean score by more than 0.002 (``docs/tracking.md``).
       round_trip: a point's match traced back through the same read-out must come home
         (the check one read-out offers: it fails where the map folds).
       patch: the side of the re-finding template (odd, pixels).
