@@ -37,7 +37,7 @@ def settings_of(text, steps, seed):
             value = float(value)
         elif key == "decay":
             value = value.lower() in ("1", "true", "yes")
-        elif key in ("steps", "max_height", "batch_size", "validate_every", "seed"):
+        elif key in ("steps", "max_height", "batch_size", "validate_every", "seed", "warmup"):
             value = int(value)
         fields[key] = value
     return AdaptSettings(**fields)

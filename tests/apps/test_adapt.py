@@ -115,6 +115,7 @@ def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsy
             ([clip, "--anchor", "0.7"], "anchor must be from 0 to 0.5"),
             ([clip, "--mix", "0.95"], "mix must be from 0 to 0.9"),
             ([clip, "--average", "1"], "average must be from 0 to 0.999"),
+            ([clip, "--warmup", "-5"], "warmup must be an integer from 0"),
             ([clip, "--model", str(tmp_path / "none")], "checkpoint not found"),
             ([clip, "--steps", "2", "--crop", "64", "128"], "smaller than the crop"),
             ([clip, "--out", run], "is the source model; write the adapted one elsewhere"),
@@ -137,6 +138,8 @@ def test_settings_are_validated():
         AdaptSettings(anchor=-0.1)
     with pytest.raises(UserError, match="average must be from 0 to 0.999"):
         AdaptSettings(average=True)
+    with pytest.raises(UserError, match="warmup must be an integer from 0"):
+        AdaptSettings(warmup=2.5)
     with pytest.raises(UserError, match="decay must be True or False"):
         AdaptSettings(decay="yes")
     assert AdaptSettings(crop=[64, 128]).crop == (64, 128)

@@ -109,12 +109,36 @@ def test_tap_order_and_initial_bias():
     assert np.count_nonzero(bias) == 2
 
 
-def test_blend_equals_numpy(sess):
+@pytest.mark.parametrize("matmul", [False, True])
+def test_blend_equals_numpy(sess, matmul):
     rng = np.random.RandomState(0)
     frames = rng.rand(2, 7, 9, 6).astype(np.float32)
     logits = 2 * rng.randn(2, 7, 9, 18).astype(np.float32)
-    got = sess.run(apply_kernels(tf.constant(frames), tf.constant(logits), 3))
+    got = sess.run(apply_kernels(tf.constant(frames), tf.constant(logits), 3, matmul=matmul))
     np.testing.assert_allclose(got, _blend_numpy(frames, logits, 3), atol=1e-5)
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_the_matmul_blend_has_the_logit_gradient_of_finite_differences(sess, k):
+    """The training graphs' form (one batched matmul per pixel): its gradient w.r.t. the
+    logits, of a weighted sum of the output, equals the product form's and central finite
+    differences of the numpy blend at a few logits."""
+    rng = np.random.RandomState(2)
+    frames = rng.rand(2, 6, 7, 6)
+    logits = 2 * rng.randn(2, 6, 7, 2 * k * k)
+    cotangent = rng.randn(2, 6, 7, 3)
+    z = tf.constant(logits, tf.float32)
+    grads = [tf.gradients(tf.reduce_sum(apply_kernels(tf.constant(frames, tf.float32), z, k,
+                                                      matmul=m) * cotangent), z)[0]
+             for m in (True, False)]
+    got, product = sess.run(grads)
+    np.testing.assert_allclose(got, product, atol=1e-5)
+    for index in [(0, 0, 0, 0), (1, 3, 4, k * k // 2), (0, 5, 6, 2 * k * k - 1), (1, 2, 0, 7)]:
+        step = np.zeros_like(logits)
+        step[index] = 1e-4
+        numeric = ((_blend_numpy(frames, logits + step, k) * cotangent).sum() -
+                   (_blend_numpy(frames, logits - step, k) * cotangent).sum()) / 2e-4
+        assert abs(got[index] - numeric) < 1e-4, (index, got[index], numeric)
 
 
 @pytest.mark.parametrize("k", [3, 5])

@@ -12,7 +12,8 @@ from vidcorr.compat import tf
 from vidcorr.model.config import load_config
 from vidcorr.model.losses import psnr_numpy
 from vidcorr.training import hooks
-from vidcorr.training.adapting import AdaptTrainer, BestHook, DeadlineHook, budget_decay
+from vidcorr.training.adapting import (AdaptTrainer, BestHook, DeadlineHook, budget_decay,
+                                       warmup_factor)
 from vidcorr.training.trainer import train
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -121,6 +122,40 @@ def test_the_trainer_runs_at_the_decayed_rate_and_without_decay_at_the_recipe_s(
             assert abs(trainer.sess.run(trainer.lr) - expected) < 1e-9
         finally:
             trainer.close()
+
+
+def test_the_warmup_rises_linearly_over_its_steps_then_holds():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        step = tf.placeholder(tf.int64, [])
+        for steps in (0, 1, 4, 50):
+            factor = warmup_factor(step, steps)
+            for k in (0, 1, 2, 3, 10, 49, 50, 1000):
+                expected = 1.0 if steps <= 1 else min(1.0, (k + 1.0) / steps)
+                assert abs(sess.run(factor, {step: k}) - expected) < 1e-7, (steps, k)
+
+
+def test_the_trainer_warms_up_at_each_step_and_under_the_budget_decay(tmp_path, source_run):
+    """With ``warmup=4`` Adam's rate is the recipe's times ``(k + 1) / 4`` at step k (the
+    global step, run after run of the train op), then the recipe's; under a spent budget
+    with decay it is also times ``min_lr_ratio``."""
+    now = time.time()
+    for decay, tail in ((False, 1.0), (True, 0.05)):
+        config = _tiny(run_dir=str(tmp_path / ("warm%s" % decay)), init_from=source_run,
+                       steps=10 ** 6, lr_schedule="constant", learning_rate=0.01,
+                       min_lr_ratio=0.05, validate_every=10 ** 6, checkpoint_every=10 ** 6)
+        trainer = AdaptTrainer(config, now - 1, progress=False, log=lambda m: None,
+                               start=now - 100, decay=decay, warmup=4).setup()
+        try:
+            rates = []
+            for _ in range(6):
+                rates.append(trainer.sess.run(trainer.lr))
+                trainer.sess.run(trainer.train_op)
+            expected = [0.01 * tail * min(1.0, (k + 1) / 4.0) for k in range(6)]
+            np.testing.assert_allclose(rates, expected, rtol=1e-6)
+        finally:
+            trainer.close()
+    with pytest.raises(ValueError, match="warmup must be 0 or more"):
+        AdaptTrainer(config, warmup=-1)
 
 
 def test_the_weights_average_starts_at_the_source_and_is_what_validation_sees(tmp_path,

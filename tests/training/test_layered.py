@@ -9,7 +9,7 @@ from PIL import Image
 from vidcorr.model.config import config_from_dict
 from vidcorr.training.data import TripletData
 from vidcorr.errors import UserError
-from vidcorr.training.layered import ellipse_mask, layered_triplet, window_size
+from vidcorr.training.layered import _box_down, ellipse_mask, layered_triplet, window_size
 
 FG = 255  # a constant foreground value the noise background never takes
 
@@ -200,3 +200,13 @@ def test_batch_kinds_name_the_layered_triplets(tmp_path):
     _, _, flags = next(data.batches(4, seed=0))
     assert flags.shape == (4,)
     assert len(data.validation_set()) == 2  # validation stays (inputs, targets)
+
+
+@pytest.mark.parametrize("s", [1, 2, 4])
+def test_box_down_is_the_mean_of_each_block(rng, s):
+    """The supersampled frames' box filter equals numpy's mean over each s x s block."""
+    fine = (rng.rand(3, 5 * s, 7 * s, 3) * 255).astype(np.float32)
+    want = fine.astype(np.float64).reshape(3, 5, s, 7, s, 3).mean(axis=(2, 4))
+    got = _box_down(fine, s)
+    assert got.shape == (3, 5, 7, 3) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-4)

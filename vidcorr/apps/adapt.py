@@ -44,7 +44,7 @@ from vidcorr.io.files import check_writable_folder, remove_empty_folders, scratc
 from vidcorr.model.config import MAX_BATCH, MAX_SIDE, TUNES
 
 __all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "rehearsal_clips", "MIN_GAIN_DB",
-           "DEFAULT_MINUTES", "ADAPTED_MODEL"]
+           "DEFAULT_MINUTES", "DEFAULT_WARMUP", "ADAPTED_MODEL"]
 
 DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
 DEFAULT_LEARNING_RATE = 1e-3  # with the weights' average: the study's best within the
@@ -53,6 +53,7 @@ DEFAULT_DECAY = False  # constant: more gain within the forgetting bound (docs/a
 DEFAULT_ANCHOR = 0.0
 DEFAULT_MIX = 0.0
 DEFAULT_AVERAGE = 0.99
+DEFAULT_WARMUP = 0
 MAX_AVERAGE = 0.999
 MAX_MIX = 0.9
 DEFAULT_VALIDATE_EVERY = 25
@@ -78,6 +79,8 @@ class AdaptSettings:
       average: validate and keep a moving average of the weights, this its decay per
         step (0: none, the weights themselves; up to 0.999): with it a learning rate
         three times higher gains more and forgets less.
+      warmup: the first steps, over which the learning rate rises linearly to its value
+        (0: none; :func:`vidcorr.training.adapting.warmup_factor`).
       tune: the layers to change: ``"all"``, ``"decoder"`` or ``"head"``.
       crop: ``(height, width)`` of the training crops; None: the recipe's.
       max_height: frames are downscaled to at most this many rows; None: the recipe's.
@@ -95,6 +98,7 @@ class AdaptSettings:
     anchor: float = DEFAULT_ANCHOR
     mix: float = DEFAULT_MIX
     average: float = DEFAULT_AVERAGE
+    warmup: int = DEFAULT_WARMUP
     tune: str = "all"
     crop: Optional[Tuple[int, int]] = None
     max_height: Optional[int] = None
@@ -130,6 +134,7 @@ class AdaptSettings:
                                                   0 <= self.average <= MAX_AVERAGE):
             raise UserError("average must be from 0 to %g, got %r"
                             % (MAX_AVERAGE, self.average))
+        integer("warmup", 0, 10 ** 6, self.warmup)
         if self.tune not in TUNES:
             raise UserError("tune must be one of %s, got %r" % (", ".join(TUNES), self.tune))
         if self.crop is not None:
@@ -284,7 +289,7 @@ def _recipe(settings, config):
             "schedule": ("cosine over the time budget" if settings.steps is None and
                          settings.decay else t.lr_schedule),
             "anchor": settings.anchor, "mix": settings.mix,
-            "average": settings.average,
+            "average": settings.average, "warmup": settings.warmup,
             "rehearsal_clips": list(d.rehearsal_sources), "batch_size": t.batch_size,
             "crop": [d.crop_height, d.crop_width], "max_height": d.max_height,
             "loss": t.loss, "census_weight": t.census_weight, "smooth_weight": t.smooth_weight,
@@ -316,7 +321,7 @@ def _train(config, settings, log, progress):
     trainer = AdaptTrainer(config, start + 60.0 * settings.minutes if settings.steps is None
                            else None, log=log, progress=progress, start=start,
                            decay=settings.decay, anchor=settings.anchor,
-                           average=settings.average)
+                           average=settings.average, warmup=settings.warmup)
     try:
         trainer.setup()
         before = trainer.validate()

@@ -354,7 +354,8 @@ def adapt_main(argv=None):
     and writes the source model unchanged if adaptation does not beat it. Ctrl-C ends the
     training and keeps the best so far."""
     from vidcorr.apps.adapt import (DEFAULT_ANCHOR, DEFAULT_AVERAGE, DEFAULT_LEARNING_RATE,
-                                    DEFAULT_MINUTES, DEFAULT_MIX, DEFAULT_VALIDATE_EVERY)
+                                    DEFAULT_MINUTES, DEFAULT_MIX, DEFAULT_VALIDATE_EVERY,
+                                    DEFAULT_WARMUP)
     parser = argparse.ArgumentParser(description=inspect.cleandoc(adapt_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", help="video files or frame folders")
@@ -377,6 +378,9 @@ def adapt_main(argv=None):
                         help="validate and keep a moving average of the weights with this "
                              "decay per step, 0 to 0.999 (0: the weights themselves; "
                              "default %(default)s)")
+    parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
+                        help="steps over which the learning rate rises linearly to its value "
+                             "(0: none; default %(default)s)")
     parser.add_argument("--tune", default="all", help="the layers to change: all, decoder or "
                                                        "head (default %(default)s)")
     parser.add_argument("--crop", type=int, nargs=2, metavar=("H", "W"),
@@ -385,6 +389,9 @@ def adapt_main(argv=None):
                         help="downscale frames to at most this many rows (default: the "
                              "model's recipe)")
     parser.add_argument("--batch-size", type=int, help="default: the model's recipe")
+    parser.add_argument("--layered-fraction", type=float,
+                        help="share of the training triplets made as layered motion from the "
+                             "clips' frames, 0 to 1 (default: the model's recipe)")
     parser.add_argument("--validate-every", type=int, default=DEFAULT_VALIDATE_EVERY,
                         help="steps between validations (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
@@ -403,9 +410,9 @@ def _adapt(args):
         settings = AdaptSettings(
             minutes=args.minutes, steps=args.steps, learning_rate=args.learning_rate,
             decay=args.decay, anchor=args.anchor, mix=args.mix, average=args.average,
-            tune=args.tune, crop=args.crop,
+            warmup=args.warmup, tune=args.tune, crop=args.crop,
             max_height=args.max_height, batch_size=args.batch_size,
-            validate_every=args.validate_every, seed=args.seed)
+            layered_fraction=args.layered_fraction, validate_every=args.validate_every, seed=args.seed)
         return adapt(args.sources, args.out, args.model, settings,
                      log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)
 

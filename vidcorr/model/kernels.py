@@ -85,16 +85,40 @@ def _per_tap(values, kernel_size):
     return tf.transpose(_reshape_pixels(values, values, [2, k2]), [0, 1, 2, 4, 3])
 
 
-def apply_kernels(frames, logits, kernel_size):
+def apply_kernels(frames, logits, kernel_size, matmul=False):
     """Blends ``frames [B, H, W, 6]`` (in [0, 1]) with softmax ``logits [B, H, W, 2K^2]``.
+
+    Args:
+      frames: ``[B, H, W, 6]``.
+      logits: ``[B, H, W, 2K^2]``.
+      kernel_size: K.
+      matmul: blend each pixel's patch by one batched matrix product (``[1, 2K^2]`` weights
+        times ``[2K^2, 3]`` taps) instead of a broadcast product and a sum: the same
+        values, and forward and back to the logits 1.5-1.8x faster on a CPU
+        (``benchmarks/bench_blend.py``), so training graphs use it. The inference graphs
+        keep the product and sum, the form the sensitivity read-out's transposed pass has
+        rules for (:mod:`vidcorr.readout.sensitivity.windows`).
 
     Returns:
       ``[B, H, W, 3]``.
     """
     if None in frames.shape.as_list()[1:3]:
         return _tap_sum(frames, logits, kernel_size)
+    if matmul:
+        return _matmul_blend(frames, logits, kernel_size)
     weights = _per_tap(tf.nn.softmax(logits, axis=-1), kernel_size)  # [B, H, W, K^2, 2]
     return tf.reduce_sum(_patches(frames, kernel_size) * weights[..., None], axis=[3, 4])
+
+
+def _matmul_blend(frames, logits, kernel_size):
+    """:func:`apply_kernels` as one batched matrix product per pixel (static sizes)."""
+    k2 = kernel_size * kernel_size
+    weights = _per_tap(tf.nn.softmax(logits, axis=-1), kernel_size)  # [B, H, W, K^2, 2]
+    rows = tf.reshape(weights, [-1, 1, 2 * k2])  # [BHW, 1, 2K^2] in (dy, dx, frame) order
+    patches = tf.extract_image_patches(frames, [1, kernel_size, kernel_size, 1], [1, 1, 1, 1],
+                                       [1, 1, 1, 1], "SAME")  # [B, H, W, K^2 * 6]
+    taps = tf.reshape(patches, [-1, 2 * k2, 3])  # [BHW, 2K^2, 3], (dy, dx, frame) rows
+    return _reshape_pixels(tf.matmul(rows, taps), frames, [3])  # [B, H, W, 3]
 
 
 def _tap_sum(frames, logits, kernel_size):

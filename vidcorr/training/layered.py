@@ -43,7 +43,7 @@ def window_size(height, width, max_motion):
 
 def ellipse_mask(height, width, centre, radii):
     """A boolean ellipse ``[height, width]`` with ``centre (y, x)`` and ``radii (ry, rx)``."""
-    yy, xx = np.mgrid[0:height, 0:width]
+    yy, xx = np.ogrid[0:height, 0:width]  # [H, 1] and [1, W], broadcast
     return (((yy - centre[0]) / radii[0]) ** 2 + ((xx - centre[1]) / radii[1]) ** 2) <= 1.0
 
 
@@ -119,10 +119,25 @@ def layered_triplet(rng, background, foreground, height, width, max_motion, powe
         ys = slice(m - k * v_fg[0], m - k * v_fg[0] + height)
         xs = slice(m - k * v_fg[1], m - k * v_fg[1] + width)
         inside = mask[ys, xs]  # [h, w]: the ellipse moved by k v_fg
-        frames[i][inside] = windows[1][ys, xs][inside]
+        np.copyto(frames[i], windows[1][ys, xs], where=inside[..., None])
         if k == 0:
             flow_mid[inside] = v_fg
     return frames, flow_mid
+
+
+def _box_down(fine, s):
+    """The mean of each ``s x s`` block of ``[N, hS, wS, C]`` frames: ``[N, h, w, C]``.
+    Sums of strided slices, several times faster than ``mean`` over two inner axes."""
+    n, height, width, c = fine.shape[0], fine.shape[1] // s, fine.shape[2] // s, fine.shape[3]
+    rows = fine.reshape(n * height * s, width, s, c)
+    across = rows[:, :, 0].copy()  # [N h S, w, C]
+    for i in range(1, s):
+        across += rows[:, :, i]
+    blocks = across.reshape(n * height, s, width, c)
+    out = blocks[:, 0].copy()  # [N h, w, C]
+    for i in range(1, s):
+        out += blocks[:, i]
+    return (out * (1.0 / (s * s))).reshape(n, height, width, c)
 
 
 def subpixel_layered_triplet(rng, background, foreground, height, width, max_motion,
@@ -170,6 +185,6 @@ def subpixel_layered_triplet(rng, background, foreground, height, width, max_mot
     fine, flow = layered_triplet(rng, windows[0], windows[1] if len(windows) > 1 else None,
                                  height * s, width * s,
                                  np.floor(max_motion * s + 1e-9), power)  # [3, hS, wS, 3]
-    frames = fine.reshape(3, height, s, width, s, 3).mean(axis=(2, 4))  # [3, h, w, 3]
+    frames = _box_down(fine, s)  # [3, h, w, 3]
     flow_mid = flow[s // 2::s, s // 2::s] / float(s)  # [h, w, 2]
     return frames.astype(np.float32), flow_mid
