@@ -116,6 +116,7 @@ def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsy
             ([clip, "--mix", "0.95"], "mix must be from 0 to 0.9"),
             ([clip, "--average", "1"], "average must be from 0 to 0.999"),
             ([clip, "--warmup", "-5"], "warmup must be an integer from 0"),
+            ([clip, "--layered-fraction", "1.5"], "layered_fraction must be in [0, 1]"),
             ([clip, "--model", str(tmp_path / "none")], "checkpoint not found"),
             ([clip, "--steps", "2", "--crop", "64", "128"], "smaller than the crop"),
             ([clip, "--out", run], "is the source model; write the adapted one elsewhere"),

@@ -412,7 +412,8 @@ def _adapt(args):
             decay=args.decay, anchor=args.anchor, mix=args.mix, average=args.average,
             warmup=args.warmup, tune=args.tune, crop=args.crop,
             max_height=args.max_height, batch_size=args.batch_size,
-            layered_fraction=args.layered_fraction, validate_every=args.validate_every, seed=args.seed)
+            layered_fraction=args.layered_fraction, validate_every=args.validate_every,
+            seed=args.seed)
         return adapt(args.sources, args.out, args.model, settings,
                      log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)
 

@@ -94,7 +94,7 @@ def apply_kernels(frames, logits, kernel_size, matmul=False):
       kernel_size: K.
       matmul: blend each pixel's patch by one batched matrix product (``[1, 2K^2]`` weights
         times ``[2K^2, 3]`` taps) instead of a broadcast product and a sum: the same
-        values, and forward and back to the logits 1.5-1.8x faster on a CPU
+        values, and forward and back to the logits about 1.6x faster on a CPU
         (``benchmarks/bench_blend.py``), so training graphs use it. The inference graphs
         keep the product and sum, the form the sensitivity read-out's transposed pass has
         rules for (:mod:`vidcorr.readout.sensitivity.windows`).

@@ -18,9 +18,9 @@ Two more things a short fine-tune needs:
   rate rises linearly from ``1 / warmup`` of its value to all of it. Adam's first steps,
   with its second-moment estimate from a handful of gradients, move every weight by about
   the full learning rate whatever its gradient's size (the variance RAdam, Liu et al.,
-  ICLR 2020, names); on a trained model at a fine-tuning rate of 1e-3 that costs the
-  held-back PSNR 1.5 dB in 50 steps, which the rest of a short budget then spends
-  recovering (docs/adaptation.md).
+  ICLR 2020, names); on a trained model at a fine-tuning rate of 1e-3, without the weights'
+  average, that cost the held-back PSNR 1.5 dB in 50 steps. With the average the warm-up
+  gained nothing reliable (docs/adaptation.md), so ``vidcorr-adapt`` leaves it off.
 * **A pull towards the source weights** against forgetting (``anchor``): after each step
   every tuned weight moves ``anchor`` (times the learning rate's decay) of the way back to
   its source value, ``w <- w - anchor * (lr / lr_0) * (w - w_source)``: the decoupled form
