@@ -115,9 +115,7 @@ def _matmul_blend(frames, logits, kernel_size):
     k2 = kernel_size * kernel_size
     weights = _per_tap(tf.nn.softmax(logits, axis=-1), kernel_size)  # [B, H, W, K^2, 2]
     rows = tf.reshape(weights, [-1, 1, 2 * k2])  # [BHW, 1, 2K^2] in (dy, dx, frame) order
-    patches = tf.extract_image_patches(frames, [1, kernel_size, kernel_size, 1], [1, 1, 1, 1],
-                                       [1, 1, 1, 1], "SAME")  # [B, H, W, K^2 * 6]
-    taps = tf.reshape(patches, [-1, 2 * k2, 3])  # [BHW, 2K^2, 3], (dy, dx, frame) rows
+    taps = tf.reshape(_patches(frames, kernel_size), [-1, 2 * k2, 3])  # [BHW, 2K^2, 3], alike
     return _reshape_pixels(tf.matmul(rows, taps), frames, [3])  # [B, H, W, 3]
 
 
