@@ -117,6 +117,9 @@ def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsy
             ([clip, "--average", "1"], "average must be from 0 to 0.999"),
             ([clip, "--warmup", "-5"], "warmup must be an integer from 0"),
             ([clip, "--layered-fraction", "1.5"], "layered_fraction must be in [0, 1]"),
+            ([clip, "--scales", "1,2"], "scales must list factors from 0.125 to 1"),
+            ([clip, "--scales", ","], "scales must list factors from 0.125 to 1, got ()"),
+            ([clip, "--steps", "2", "--scales", "1,0.5"], "at data.scales 0.5 are"),
             ([clip, "--model", str(tmp_path / "none")], "checkpoint not found"),
             ([clip, "--steps", "2", "--crop", "64", "128"], "smaller than the crop"),
             ([clip, "--out", run], "is the source model; write the adapted one elsewhere"),
@@ -144,6 +147,9 @@ def test_settings_are_validated():
     with pytest.raises(UserError, match="decay must be True or False"):
         AdaptSettings(decay="yes")
     assert AdaptSettings(crop=[64, 128]).crop == (64, 128)
+    assert AdaptSettings(scales=[1, 0.5]).scales == (1.0, 0.5)
+    with pytest.raises(UserError, match="scales must list factors from 0.125 to 1"):
+        AdaptSettings(scales=0.5)
 
 
 def test_rehearsal_uses_the_clips_of_the_recipe_this_machine_has(tmp_path):

@@ -105,3 +105,12 @@ def test_float_to_uint8_rounds_and_clips():
     assert got.dtype == np.uint8
     every = np.arange(256, dtype=np.uint8)
     np.testing.assert_array_equal(float_to_uint8(uint8_to_float(every)), every)  # a round trip
+
+
+def test_resize_uint8_is_the_block_mean():
+    from vidcorr.io.video import resize_uint8
+    frame = np.random.RandomState(0).randint(0, 256, (12, 20, 3)).astype(np.uint8)
+    half = resize_uint8(frame, 6, 10)
+    assert half.shape == (6, 10, 3) and half.dtype == np.uint8
+    blocks = frame.astype(np.float64).reshape(6, 2, 10, 2, 3).mean(axis=(1, 3))  # [6, 10, 3]
+    assert np.abs(half - blocks).max() <= 0.5  # rounded to the nearest level

@@ -135,6 +135,79 @@ def test_rehearsal_clips_give_their_share_of_training_triplets_whole(tmp_path):
         _config([own], rehearsal_fraction=0.5)
 
 
+def _checker_folder(root, n=12, height=80, width=160):
+    """Frames of a one-pixel checkerboard (0 and 90) plus 10 per frame index: their 2x2
+    block mean, the half-size copy's every pixel, is 45 + 10 t, a value no pixel of the
+    frames themselves has."""
+    path = os.path.join(str(root), "checker")
+    os.makedirs(path)
+    yy, xx = np.mgrid[0:height, 0:width]
+    for i in range(n):
+        frame = np.repeat((90 * ((yy + xx) % 2) + 10 * i)[..., None], 3, axis=2)
+        Image.fromarray(frame.astype(np.uint8)).save(os.path.join(path, "f%d.png" % i))
+    return path
+
+
+def _halved(triplets):
+    """[B] whether every value of each triplet is 45 + 10 k (from the half-size copy)."""
+    k = (triplets * 255.0 - 45.0) / 10.0
+    return np.all(np.abs(k - np.rint(k)) < 1e-3, axis=tuple(range(1, triplets.ndim)))
+
+
+def test_scales_cut_training_triplets_from_the_downscaled_frames(tmp_path):
+    path = _checker_folder(tmp_path)
+    # one scale, 0.5: every training triplet, real or layered, from the 20x72 box copy
+    for layered in (0.0, 1.0):
+        data = TripletData(_config([path], scales=[0.5], layered_fraction=layered,
+                                   max_motion=3, motion_supersample=1, val_fraction=0.25))
+        assert data.scaled[0, 0.5].shape == (12, 40, 80, 3)
+        inputs, targets = data.batch(np.random.RandomState(0), 32)
+        assert _halved(inputs).all() and _halved(targets).all()
+        if not layered:  # a real triplet: frames t, t+1, t+2 of the training part, uniform
+            t = np.rint((inputs[:, 0, 0, 0] * 255 - 45) / 10)  # the frame index, as coded
+            assert t.max() <= 12 - 3 - 2
+            k = t[:, None, None, None]
+            np.testing.assert_allclose(targets * 255 - (55 + 10 * k), 0, atol=1e-3)
+            np.testing.assert_allclose(inputs[..., 3:] * 255 - (65 + 10 * k), 0, atol=1e-3)
+        # validation stays at the frames' own size: the checkerboard
+        val_inputs, _ = data.validation_set()
+        assert not _halved(val_inputs).any()
+    # two scales: each drawn about half the time
+    data = TripletData(_config([path], scales=[1, 0.5], val_fraction=0.25))
+    share = _halved(data.batch(np.random.RandomState(1), 400)[0]).mean()
+    assert abs(share - 0.5) < 0.09, share  # binomial: 3.6 sigma
+    # a single scale of 1 draws nothing more: the stream is the one without the key
+    plain = TripletData(_config([path], val_fraction=0.25))
+    one = TripletData(_config([path], scales=[1], val_fraction=0.25))
+    np.testing.assert_array_equal(plain.batch(np.random.RandomState(2), 8)[0],
+                                  one.batch(np.random.RandomState(2), 8)[0])
+
+
+def test_layers_of_a_small_scaled_copy_are_mirrored_to_the_window(tmp_path):
+    path = _folder(tmp_path, "v", 12, height=72, width=132)
+    data = TripletData(_config([path], scales=[0.5], layered_fraction=1.0, max_motion=3,
+                               motion_supersample=1, val_fraction=0.25))
+    frames = data.scaled[0, 0.5]  # [12, 36, 66, 3]: smaller than the 38x70 window
+    layer = data._layer(0, 4, 0.5)
+    assert layer.shape == (38, 70, 3)  # the 32x64 crop plus 3 pixels per side
+    np.testing.assert_array_equal(layer[1:37, 2:68], frames[4])
+    np.testing.assert_array_equal(layer[0, 2:68], frames[4, 1])  # mirrored, not repeated
+    np.testing.assert_array_equal(layer[1:37, 0], frames[4, :, 2])
+    np.testing.assert_array_equal(layer[1:37, 69], frames[4, :, 63])
+    assert data.batch(np.random.RandomState(0), 4)[0].shape == (4, 32, 64, 6)
+
+
+@pytest.mark.parametrize("scales,match", [
+    ([], "data.scales: must list one or more factors"), ([0.05], "from 0.125 to 1"),
+    ([1, 1.5], "from 0.125 to 1"), ("half", "expected a list of finite numbers")])
+def test_bad_scales_are_one_line_errors(tmp_path, scales, match):
+    with pytest.raises(UserError, match=match):
+        _config(["x"], scales=scales)
+    with pytest.raises(UserError, match="frames at data.scales 0.5 are 36x20, smaller than "
+                                        "the crop 64x32"):
+        TripletData(_config([_folder(tmp_path, "v", 8)], scales=[1, 0.5]))
+
+
 @pytest.mark.parametrize("case,match", [
     ("missing", "not found"), ("short", "shorter than one triplet"),
     ("small", "smaller than the crop"), ("mixed", "differ in size"), ("corrupt", "cannot read"),

@@ -41,7 +41,7 @@ from typing import Optional, Tuple
 from vidcorr.errors import UserError, first_line
 from vidcorr.io import rundir
 from vidcorr.io.files import check_writable_folder, remove_empty_folders, scratch_folder
-from vidcorr.model.config import MAX_BATCH, MAX_SIDE, TUNES
+from vidcorr.model.config import MAX_BATCH, MAX_SIDE, MIN_SCALE, TUNES
 
 __all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "rehearsal_clips", "MIN_GAIN_DB",
            "DEFAULT_MINUTES", "DEFAULT_WARMUP", "ADAPTED_MODEL"]
@@ -87,6 +87,9 @@ class AdaptSettings:
       batch_size: None: the recipe's.
       layered_fraction: the share of synthetic layered-motion triplets made from the clips'
         frames (:mod:`vidcorr.training.layered`); None: the recipe's.
+      scales: the frames' sizes (factors up to 1) that training triplets are cut from,
+        e.g. ``(1, 0.5)``: half of them from the frames at half size, as the read-out's
+        coarser pyramid levels see them (``data.scales``); None: the recipe's.
       validate_every: steps between validations on the held-back triplets.
       val_fraction: the share of each clip's frames held back (its end).
       seed: of the data and the graph.
@@ -104,6 +107,7 @@ class AdaptSettings:
     max_height: Optional[int] = None
     batch_size: Optional[int] = None
     layered_fraction: Optional[float] = None
+    scales: Optional[Tuple[float, ...]] = None
     validate_every: int = DEFAULT_VALIDATE_EVERY
     val_fraction: float = 0.1
     seed: int = 0
@@ -152,6 +156,13 @@ class AdaptSettings:
                 0 <= self.layered_fraction <= 1):
             raise UserError("layered_fraction must be in [0, 1], got %r"
                             % (self.layered_fraction,))
+        if self.scales is not None:
+            scales = tuple(self.scales) if isinstance(self.scales, (tuple, list)) else ()
+            if not scales or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                     and MIN_SCALE <= v <= 1 for v in scales):
+                raise UserError("scales must list factors from %g to 1, got %r"
+                                % (MIN_SCALE, self.scales))
+            object.__setattr__(self, "scales", tuple(float(v) for v in scales))
         integer("validate_every", 1, 10 ** 6, self.validate_every)
         if not (isinstance(self.val_fraction, float) and 0 < self.val_fraction < 0.5):
             raise UserError("val_fraction must be above 0 and below 0.5, got %r"
@@ -195,6 +206,8 @@ def _config(source, sources, settings, run_dir, prefix, log=print):
         data["max_height"] = s.max_height
     if s.layered_fraction is not None:
         data["layered_fraction"] = float(s.layered_fraction)
+    if s.scales is not None:
+        data["scales"] = list(s.scales)
     train = {"run_dir": run_dir, "init_from": prefix, "init_widen": False,
              "learning_rate": s.learning_rate, "tune": s.tune, "seed": s.seed,
              "steps": s.steps or 10 ** 6, "lr_schedule": "cosine" if s.steps else "constant",
@@ -293,7 +306,8 @@ def _recipe(settings, config):
             "rehearsal_clips": list(d.rehearsal_sources), "batch_size": t.batch_size,
             "crop": [d.crop_height, d.crop_width], "max_height": d.max_height,
             "loss": t.loss, "census_weight": t.census_weight, "smooth_weight": t.smooth_weight,
-            "layered_fraction": d.layered_fraction, "validate_every": settings.validate_every,
+            "layered_fraction": d.layered_fraction, "scales": list(d.scales),
+            "validate_every": settings.validate_every,
             "minutes": settings.minutes, "steps": settings.steps}
 
 

@@ -392,12 +392,19 @@ def adapt_main(argv=None):
     parser.add_argument("--layered-fraction", type=float,
                         help="share of the training triplets made as layered motion from the "
                              "clips' frames, 0 to 1 (default: the model's recipe)")
+    parser.add_argument("--scales", help="comma list of the frames' sizes the training "
+                        "triplets are cut from, factors up to 1, e.g. 1,0.5 (default: the "
+                        "model's recipe)")
     parser.add_argument("--validate-every", type=int, default=DEFAULT_VALIDATE_EVERY,
                         help="steps between validations (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
     args = parser.parse_args(argv)
+    if args.scales is not None:
+        args.scales = tuple(v for v in _comma_list(parser, "--scales", args.scales, float,
+                                                   "a comma list of numbers, e.g. 1,0.5")
+                            if v is not None)  # empty: AdaptSettings says what it needs
     with quiet_stderr(not args.verbose):
         return _adapt(args)
 
@@ -412,8 +419,8 @@ def _adapt(args):
             decay=args.decay, anchor=args.anchor, mix=args.mix, average=args.average,
             warmup=args.warmup, tune=args.tune, crop=args.crop,
             max_height=args.max_height, batch_size=args.batch_size,
-            layered_fraction=args.layered_fraction, validate_every=args.validate_every,
-            seed=args.seed)
+            layered_fraction=args.layered_fraction, scales=args.scales,
+            validate_every=args.validate_every, seed=args.seed)
         return adapt(args.sources, args.out, args.model, settings,
                      log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)
 

@@ -19,6 +19,7 @@ from vidcorr.errors import UserError, first_line
 
 __all__ = ["IMAGE_EXTENSIONS", "to_rgb_float", "resolve_source", "load_frames",
            "read_image", "to_uint8", "uint8_to_float", "float_to_uint8", "resize_frame", "resize_float",
+           "resize_uint8",
            "natural_key", "frame_names", "float_batch", "FLOAT_TOLERANCE",
            "count_frames", "stream_frames"]
 
@@ -72,6 +73,14 @@ def resize_frame(frame, max_height=0):
 
 
 _FILTERS = {"bicubic": Image.BICUBIC, "box": Image.BOX}
+
+
+def resize_uint8(frame, height, width):
+    """Downscales an ``[H, W, 3]`` uint8 frame to ``[height, width, 3]`` by area averaging
+    (the box filter of the read-out's pyramid levels), in float and rounded once (Pillow's
+    8-bit box filter comes out half a level bright on average)."""
+    out = resize_float(frame.astype(np.float32), height, width, method="box")
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
 def resize_float(image, height, width, method="bicubic"):

@@ -27,6 +27,7 @@ MAX_BATCH = 1024  # train.batch_size
 MAX_DEVICES = 64  # train.num_devices (towers)
 MAX_STEPS = 10 ** 9
 MAX_THREADS = 1024
+MIN_SCALE = 0.125  # data.scales: the smallest downscaling of the training frames
 
 # train.tune: the layers a run changes, by the first part of their scope under the model's.
 TUNES = ("all", "decoder", "head")
@@ -71,6 +72,7 @@ class DataConfig:
     velocity: Tuple[float, ...] = ()
     rehearsal_sources: Tuple[str, ...] = ()
     rehearsal_fraction: float = 0.0
+    scales: Tuple[float, ...] = (1.0,)
     val_split: str = "time"
     val_fraction: float = 0.1
     val_triplets: int = 64
@@ -103,6 +105,11 @@ class DataConfig:
         _check(0 <= self.rehearsal_fraction < 1, "data.rehearsal_fraction", "must be in [0, 1)")
         _check(self.rehearsal_fraction == 0 or (self.rehearsal_sources and not self.synthetic),
                "data.rehearsal_fraction", "needs data.rehearsal_sources and real sources")
+        _check(len(self.scales) >= 1 and all(MIN_SCALE <= v <= 1 for v in self.scales),
+               "data.scales", "must list one or more factors from %g to 1 (the frames' size "
+               "for training triplets, e.g. [1, 0.5])" % MIN_SCALE)
+        _check(not self.synthetic or tuple(self.scales) == (1.0,), "data.scales",
+               "needs real sources (synthetic triplets have no frames to downscale)")
         _check(self.val_split in ("time", "video"), "data.val_split", "must be 'time' or 'video'")
         _check(0 < self.val_fraction < 1, "data.val_fraction", "must be in (0, 1)")
         _check(1 <= self.val_triplets <= MAX_VAL_TRIPLETS, "data.val_triplets",

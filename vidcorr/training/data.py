@@ -17,6 +17,15 @@ of ``1 / data.motion_supersample`` pixels (see :mod:`vidcorr.training.layered`):
 texture, but motion large enough that the
 network has to learn to move content. Validation triplets are always real.
 
+With ``data.scales`` listing factors below 1 (e.g. ``[1, 0.5]``), each training triplet,
+real or layered, is cut from the frames downscaled by one of them, drawn uniformly (box
+filter, as the read-out's pyramid makes its coarser levels): the network then also
+learns from the content and motion its coarser levels see, where a clip's largest
+motion is read (a layered triplet's motion in pixels is the same at every scale, so at
+half size it stands for twice that motion in the frames). A copy smaller than a layered
+triplet's window (the crop plus the motion's margins) is mirrored at its borders for the
+layers. Validation triplets stay at the frames' size.
+
 With ``data.rehearsal_fraction`` > 0, that fraction of the training triplets (real or
 layered, as above) comes from ``data.rehearsal_sources`` instead: clips used whole for
 training and never for validation, such as a model's own training clips while it is
@@ -29,7 +38,7 @@ from vidcorr.compat import tf
 from vidcorr.errors import UserError
 from vidcorr.training.layered import layered_triplet, subpixel_layered_triplet, window_size
 from vidcorr.training.synthetic import moving_triplet
-from vidcorr.io.video import load_frames, uint8_to_float
+from vidcorr.io.video import load_frames, resize_uint8, uint8_to_float
 
 __all__ = ["TripletData", "MAX_TRIES", "FOREGROUND_PROBABILITY"]
 
@@ -57,6 +66,7 @@ class TripletData(object):
         self.crop = (config.crop_height, config.crop_width)
         self.videos, self.names, self.train_ranges, self.val_ranges = [], [], [], []
         self.rehearsal_ranges = []  # (video, start, stop): data.rehearsal_sources, whole
+        self.scaled = {}  # (video, scale) -> [N, h, w, 3] uint8: data.scales below 1
         if not config.synthetic:
             self._load(log)
             if config.layered_fraction > 0:
@@ -72,6 +82,7 @@ class TripletData(object):
             self._load_one(source, log)
             self.rehearsal_ranges.append((len(self.videos) - 1, 0, len(self.videos[-1]) - span))
         self._split()
+        self._downscale(log)
 
     def _load_one(self, source, log):
         """Reads one source into ``self.videos``, checking it holds a triplet and a crop."""
@@ -119,17 +130,56 @@ class TripletData(object):
                                 "(each needs at least %d frames); add video or use "
                                 "data.val_split 'video'" % (2 * (span + 1)))
 
-    def _check_layer_size(self):
+    def _downscale(self, log):
+        """The copies of every video at ``data.scales`` below 1, checked against the crop."""
+        for scale in sorted(set(self.config.scales) - {1.0}):
+            for i, (source, frames) in enumerate(zip(self.names, self.videos)):
+                n, h, w = frames.shape[:3]
+                size = (max(1, int(round(h * scale))), max(1, int(round(w * scale))))
+                if size[0] < self.crop[0] or size[1] < self.crop[1]:
+                    raise UserError("%s: frames at data.scales %g are %dx%d, smaller than the "
+                                    "crop %dx%d (drop that scale or lower the crop)" % (
+                                        source, scale, size[1], size[0], self.crop[1],
+                                        self.crop[0]))
+                self.scaled[i, scale] = np.stack(
+                    [resize_uint8(frame, size[0], size[1]) for frame in frames])
+            if log:
+                log("data.scales: the training frames also at %g of their size" % scale)
+
+    def _frames(self, i, scale):
+        """Video ``i``'s frames at ``scale`` (1: as loaded)."""
+        return self.videos[i] if scale == 1.0 else self.scaled[i, scale]
+
+    def _layer_window(self):
+        """The ``(h, w)`` a layered triplet's layers are cut from."""
         c = self.config
         wh, ww = window_size(c.crop_height, c.crop_width, c.max_motion)
         if c.motion_supersample > 1:  # the bicubic upsampling's extra pixel per side
             wh, ww = wh + 2, ww + 2
+        return wh, ww
+
+    def _check_layer_size(self):
+        wh, ww = self._layer_window()
         for source, frames in zip(self.names, self.videos):
             if frames.shape[1] < wh or frames.shape[2] < ww:
                 raise UserError("%s: frames are %dx%d, smaller than the %dx%d that layered "
                                 "triplets need (the crop plus data.max_motion on each side); "
                                 "lower data.max_motion or the crop" % (
                                     source, frames.shape[2], frames.shape[1], ww, wh))
+
+    def _layer(self, i, t, scale):
+        """Frame ``t`` of video ``i`` at ``scale`` as a layer: a downscaled copy narrower
+        than the layer window (the crop plus the motion's margins) is mirrored at its
+        borders to that size, so that a coarse scale need not be larger than the crop."""
+        frame = self._frames(i, scale)[t]  # [h, w, 3]
+        if scale == 1.0:
+            return frame
+        wh, ww = self._layer_window()
+        dy, dx = max(0, wh - frame.shape[0]), max(0, ww - frame.shape[1])
+        if dy or dx:
+            frame = np.pad(frame, ((dy // 2, dy - dy // 2), (dx // 2, dx - dx // 2), (0, 0)),
+                           mode="reflect")
+        return frame
 
     # -- sampling --------------------------------------------------------------------------
     def _random_frame(self, rng, ranges):
@@ -138,14 +188,14 @@ class TripletData(object):
         i, start, stop = ranges[rng.choice(len(ranges), p=sizes / sizes.sum())]
         return i, start + rng.randint(stop - start)
 
-    def _layered(self, rng, ranges):
+    def _layered(self, rng, ranges, scale=1.0):
         c = self.config
         i, t = self._random_frame(rng, ranges)
-        background = self.videos[i][t + c.gap]
+        background = self._layer(i, t + c.gap, scale)
         foreground = None
         if rng.rand() < FOREGROUND_PROBABILITY:
             j, u = self._random_frame(rng, ranges)
-            foreground = self.videos[j][u + c.gap]
+            foreground = self._layer(j, u + c.gap, scale)
         if c.motion_supersample > 1:
             frames, _ = subpixel_layered_triplet(rng, background, foreground, self.crop[0],
                                                  self.crop[1], c.max_motion,
@@ -156,13 +206,13 @@ class TripletData(object):
                                         c.max_motion, c.motion_power)  # [3, h, w, 3] uint8
         return uint8_to_float(frames)
 
-    def _real(self, rng, ranges):
+    def _real(self, rng, ranges, scale=1.0):
         """A random crop of a real triplet, resampled while static or a cut."""
         c = self.config
         ch, cw = self.crop
         for _ in range(MAX_TRIES):
             i, t = self._random_frame(rng, ranges)
-            frames = self.videos[i]
+            frames = self._frames(i, scale)
             y = rng.randint(frames.shape[1] - ch + 1)
             x = rng.randint(frames.shape[2] - cw + 1)
             triplet = frames[[t, t + c.gap, t + 2 * c.gap], y:y + ch, x:x + cw]
@@ -183,9 +233,12 @@ class TripletData(object):
                                   c.velocity or None)[0], False
         if training and c.rehearsal_fraction > 0 and rng.rand() < c.rehearsal_fraction:
             ranges = self.rehearsal_ranges  # whole clips of data.rehearsal_sources
+        scale = 1.0
+        if training:  # one scale draws nothing: the default's streams stay as they were
+            scale = c.scales[rng.randint(len(c.scales))] if len(c.scales) > 1 else c.scales[0]
         if training and c.layered_fraction > 0 and rng.rand() < c.layered_fraction:
-            return self._layered(rng, ranges), True
-        return self._real(rng, ranges), False
+            return self._layered(rng, ranges, scale), True
+        return self._real(rng, ranges, scale), False
 
     def _sample(self, rng, ranges, augment):
         triplet, layered = self._draw(rng, ranges, augment)
