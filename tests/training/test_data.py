@@ -200,9 +200,12 @@ def test_layers_of_a_small_scaled_copy_are_mirrored_to_the_window(tmp_path):
 @pytest.mark.parametrize("scales,match", [
     ([], "data.scales: must list one or more factors"), ([0.05], "from 0.125 to 1"),
     ([1, 1.5], "from 0.125 to 1"), ("half", "expected a list of finite numbers")])
-def test_bad_scales_are_one_line_errors(tmp_path, scales, match):
+def test_bad_scales_are_one_line_errors(scales, match):
     with pytest.raises(UserError, match=match):
         _config(["x"], scales=scales)
+
+
+def test_a_scale_smaller_than_the_crop_is_a_one_line_error(tmp_path):
     with pytest.raises(UserError, match="frames at data.scales 0.5 are 36x20, smaller than "
                                         "the crop 64x32"):
         TripletData(_config([_folder(tmp_path, "v", 8)], scales=[1, 0.5]))

@@ -157,12 +157,7 @@ class AdaptSettings:
             raise UserError("layered_fraction must be in [0, 1], got %r"
                             % (self.layered_fraction,))
         if self.scales is not None:
-            scales = tuple(self.scales) if isinstance(self.scales, (tuple, list)) else ()
-            if not scales or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                     and MIN_SCALE <= v <= 1 for v in scales):
-                raise UserError("scales must list factors from %g to 1, got %r"
-                                % (MIN_SCALE, self.scales))
-            object.__setattr__(self, "scales", tuple(float(v) for v in scales))
+            object.__setattr__(self, "scales", _scales(self.scales))
         integer("validate_every", 1, 10 ** 6, self.validate_every)
         if not (isinstance(self.val_fraction, float) and 0 < self.val_fraction < 0.5):
             raise UserError("val_fraction must be above 0 and below 0.5, got %r"
@@ -191,6 +186,19 @@ def rehearsal_clips(source, log=print):
         log("rehearsal: %d of the model's %d training clips; missing: %s"
             % (len(found), len(found) + len(missing), ", ".join(missing)))
     return found
+
+
+def _scales(value):
+    """``AdaptSettings.scales`` as a tuple of floats, each from ``MIN_SCALE`` to 1.
+
+    Raises:
+      UserError: for anything else, an empty list included.
+    """
+    scales = tuple(value) if isinstance(value, (tuple, list)) else ()
+    if not scales or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                             and MIN_SCALE <= v <= 1 for v in scales):
+        raise UserError("scales must list factors from %g to 1, got %r" % (MIN_SCALE, value))
+    return tuple(float(v) for v in scales)
 
 
 def _config(source, sources, settings, run_dir, prefix, log=print):

@@ -343,6 +343,24 @@ def export_main(argv=None):
     return code
 
 
+def _recipe_arguments(parser):
+    """vidcorr-adapt's options that override the source model's recipe."""
+    parser.add_argument("--tune", default="all", help="the layers to change: all, decoder or "
+                                                       "head (default %(default)s)")
+    parser.add_argument("--crop", type=int, nargs=2, metavar=("H", "W"),
+                        help="training crop (default: the model's recipe)")
+    parser.add_argument("--max-height", type=int,
+                        help="downscale frames to at most this many rows (default: the "
+                             "model's recipe)")
+    parser.add_argument("--batch-size", type=int, help="default: the model's recipe")
+    parser.add_argument("--layered-fraction", type=float,
+                        help="share of the training triplets made as layered motion from the "
+                             "clips' frames, 0 to 1 (default: the model's recipe)")
+    parser.add_argument("--scales", help="comma list of the frames' sizes the training "
+                        "triplets are cut from, factors up to 1, e.g. 1,0.5 (default: the "
+                        "model's recipe)")
+
+
 def adapt_main(argv=None):
     """Fine-tune a model on your own footage (no labels needed) and write a model folder.
 
@@ -381,20 +399,7 @@ def adapt_main(argv=None):
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
                         help="steps over which the learning rate rises linearly to its value "
                              "(0: none; default %(default)s)")
-    parser.add_argument("--tune", default="all", help="the layers to change: all, decoder or "
-                                                       "head (default %(default)s)")
-    parser.add_argument("--crop", type=int, nargs=2, metavar=("H", "W"),
-                        help="training crop (default: the model's recipe)")
-    parser.add_argument("--max-height", type=int,
-                        help="downscale frames to at most this many rows (default: the "
-                             "model's recipe)")
-    parser.add_argument("--batch-size", type=int, help="default: the model's recipe")
-    parser.add_argument("--layered-fraction", type=float,
-                        help="share of the training triplets made as layered motion from the "
-                             "clips' frames, 0 to 1 (default: the model's recipe)")
-    parser.add_argument("--scales", help="comma list of the frames' sizes the training "
-                        "triplets are cut from, factors up to 1, e.g. 1,0.5 (default: the "
-                        "model's recipe)")
+    _recipe_arguments(parser)
     parser.add_argument("--validate-every", type=int, default=DEFAULT_VALIDATE_EVERY,
                         help="steps between validations (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0)

@@ -249,8 +249,8 @@ class AdaptTrainer(Trainer):
         """Sets every network variable to ``values`` (in ``network_variables``' order), in
         one ``sess.run``: a ``Variable.load`` per variable is a ``sess.run`` of its own
         feed and fetch, for each of which TensorFlow builds an executor on first use
-        (11 s for the default model's 152 variables on the 2-core CPU, out of a 5-minute
-        budget)."""
+        (10-11 s for the default model's 152 variables on the 2-core CPU, out of a
+        5-minute budget)."""
         self.sess.run(self._assign_values, dict(zip(self._value_feeds, values)))
 
     def save_best(self):
