@@ -134,7 +134,7 @@ class TripletData(object):
         """The copies of every video at ``data.scales`` below 1, checked against the crop."""
         for scale in sorted(set(self.config.scales) - {1.0}):
             for i, (source, frames) in enumerate(zip(self.names, self.videos)):
-                n, h, w = frames.shape[:3]
+                h, w = frames.shape[1:3]
                 size = (max(1, int(round(h * scale))), max(1, int(round(w * scale))))
                 if size[0] < self.crop[0] or size[1] < self.crop[1]:
                     raise UserError("%s: frames at data.scales %g are %dx%d, smaller than the "
