@@ -18,7 +18,10 @@ def test_bad_readout_options_are_one_line_errors(random_kernel_checkpoint):
                             ({"temperature": 1e-30}, "temperature must be from 0.1 to 10"),
                             ({"smooth": -1}, "smooth must be an integer >= 0"),
                             ({"passes": 0}, "passes must be an integer >= 1"),
-                            ({"sigma": -1}, "sigma must be a finite number >= 0")):
+                            ({"sigma": -1}, "sigma must be a finite number >= 0"),
+                            ({"sigma_range": -0.5}, "sigma_range must be a finite number >= 0"),
+                            ({"range_floor": float("nan")},
+                             "range_floor must be a finite number >= 0")):
         with pytest.raises(UserError, match=message) as err:
             Matcher(random_kernel_checkpoint, **kwargs)
         assert "\n" not in str(err.value)

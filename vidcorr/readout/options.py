@@ -31,7 +31,8 @@ from vidcorr.readout.pyramid import MIN_SIZE, UPSAMPLES
 __all__ = ["MatchOptions", "READOUTS", "DEFAULT_READOUT", "STATISTICS", "DEFAULT_STATISTIC",
            "NORMS", "SUBPIXEL_METHODS", "REFINE_METHODS", "DEFAULT_REFINE", "MIN_SIZE",
            "DEFAULT_MEMORY_MB", "DEFAULT_RADIUS", "DEFAULT_SMOOTH",
-           "DEFAULT_PASSES", "DEFAULT_TEMPERATURE", "DEFAULT_SIGMA"]
+           "DEFAULT_PASSES", "DEFAULT_TEMPERATURE", "DEFAULT_SIGMA",
+           "DEFAULT_SIGMA_RANGE", "DEFAULT_RANGE_FLOOR"]
 
 READOUTS = registry.names()  # the built-in ones; registry.names() has any added since
 DEFAULT_READOUT = registry.AUTO  # kernel for a network with a kernel head, else sensitivity
@@ -49,6 +50,8 @@ TEMPERATURES = (0.1, 10.0)  # the kernel head's temperatures that keep its weigh
 DEFAULT_TEMPERATURE = 2.0  # the softmax's temperature: flatter weights, a less biased centroid
 DEFAULT_SMOOTH = 0  # a median over the coarse levels' dense fields (0: none; slow when large)
 DEFAULT_SIGMA = 10.0  # then a confidence-weighted Gaussian of this many pixels on them
+DEFAULT_SIGMA_RANGE = 1.0  # on the 2 coarsest levels' fields, stopping at motion boundaries
+DEFAULT_RANGE_FLOOR = 0.03  # the weight left to a neighbour moving unlike the centre
 DEFAULT_PASSES = 2  # passes per level, each warping by the previous one's fields
 # The refinement's defaults, chosen on the evaluation pairs (docs/refinement.md).
 DEFAULT_REFINE_ROUNDS = 3
@@ -100,6 +103,12 @@ class MatchOptions:
       smooth: the median (its size; 0: none) on the fields a level of the kernel
         read-out hands on (to its next pass or the next level).
       sigma: then a confidence-weighted Gaussian of this many pixels (0: none).
+      sigma_range: on the kernel read-out's two coarsest levels (not the finest), that
+        Gaussian stops at motion boundaries: a neighbour whose field differs from the
+        centre's by d pixels (of the level) weighs ``exp(-d^2 / 2 sigma_range^2) +
+        range_floor`` times as much (0: the plain Gaussian everywhere;
+        :mod:`vidcorr.readout.kernel.smoothing`).
+      range_floor: that weight's least value.
       refine: the refinement on the frames after the finest level
         (:mod:`vidcorr.readout.refinement`): ``variational`` or ``none``.
       refine_rounds: its re-warpings; ``refine_iterations``: fixed-point steps per
@@ -132,6 +141,8 @@ class MatchOptions:
     passes: int = DEFAULT_PASSES
     smooth: int = DEFAULT_SMOOTH
     sigma: float = DEFAULT_SIGMA
+    sigma_range: float = DEFAULT_SIGMA_RANGE
+    range_floor: float = DEFAULT_RANGE_FLOOR
     refine: str = DEFAULT_REFINE
     refine_rounds: int = DEFAULT_REFINE_ROUNDS
     refine_iterations: int = DEFAULT_REFINE_ITERATIONS
@@ -185,7 +196,7 @@ class MatchOptions:
             raise UserError("temperature must be from %g to %g (the kernel head's logits are "
                             "divided by it; outside, its weights under- or overflow), got %r"
                             % (TEMPERATURES + (self.temperature,)))
-        for name in ("sigma", "refine_alpha", "refine_delta", "refine_gamma",
+        for name in ("sigma", "sigma_range", "range_floor", "refine_alpha", "refine_delta", "refine_gamma",
                      "residual_scale"):
             value = getattr(self, name)
             if not _number(value) or not 0 <= value < float("inf"):

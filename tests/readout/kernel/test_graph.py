@@ -144,3 +144,36 @@ def test_the_finer_read_out_follows_a_zoom_past_the_kernels_reach():
     # 0.45 and 0.31 px measured; with the hand-on fields densified as if read at every
     # pixel, the finer read-out's median was 0.72 px
     assert medians[1] < 1.0 and medians[2] < 0.5, medians
+
+
+def test_smoothing_stops_at_motion_boundaries_on_the_two_coarsest_levels_only(
+        random_kernel_checkpoint, rng, monkeypatch):
+    """Two passes per level: every hand-on but the finest level's calls the smoothing with
+    the options' range width on the two coarsest levels, an infinite one (the Gaussian at
+    the bilateral's taps) on the others, and the plain Gaussian (0) on the finest; with
+    ``sigma_range`` 0, the plain Gaussian everywhere. Three levels of a 128x192 pair, four
+    of a 256x384 one."""
+    from vidcorr.readout.kernel import graph, smoothing
+
+    calls = []
+
+    def recording(field, confidence, size, sigma, sigma_range=0.0, floor=0.0):
+        calls.append((sigma_range, floor))
+        return smoothing.smooth_field(field, confidence, size, sigma, sigma_range, floor)
+
+    monkeypatch.setattr(graph, "smooth_field", recording)
+    inf = float("inf")
+    for (h, w), levels, options, expected in (
+            ((128, 192), 3, {"sigma_range": 0.7, "range_floor": 0.1},
+             [(0.7, 0.1)] * 4 + [(0.0, 0.1)]),
+            ((128, 192), 3, {"sigma_range": 0}, [(0.0, 0.03)] * 5),
+            ((256, 384), 4, {"sigma_range": 0.7, "range_floor": 0.1},
+             [(0.7, 0.1)] * 4 + [(inf, 0.1)] * 2 + [(0.0, 0.1)])):
+        del calls[:]
+        frames = rng.rand(2, h, w, 3).astype(np.float32)
+        matcher = Matcher(random_kernel_checkpoint, max_seconds=0, levels=levels, **options)
+        matcher.match(frames[0], frames[1], stride=8)
+        matcher.close()
+        # coarsest first, two hand-ons per level; the finest's second pass is the final
+        # read-out, which hands nothing on
+        assert calls == expected

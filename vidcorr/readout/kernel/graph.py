@@ -9,7 +9,8 @@
    pass hands on are read out at every ``HAND_ON_STRIDE``-th pixel and row only,
    median-filtered and confidence-smoothed
    (:func:`vidcorr.readout.kernel.smoothing.smooth_field`, the Gaussian's width divided
-   by the stride) and upsampled to the next pass's or level's pixels
+   by the stride; on the two coarsest levels it stops at motion boundaries, ``sigma_range``)
+   and upsampled to the next pass's or level's pixels
    (:func:`~vidcorr.readout.kernel.resample.upsample_fields`). The Gaussian (10 px by
    default) is far wider than the stride, and the head, the moments, the unwarp and the
    smoothing of those passes run on a quarter of the pixels: 288x384 unrefined went
@@ -53,6 +54,7 @@ __all__ = ["match_ops", "levels_in_graph", "MatchGraph", "LevelGraph", "WeightsG
            "HAND_ON_STRIDE"]
 
 HAND_ON_STRIDE = 2  # the fields a pass hands on are read out at every 2nd pixel and row
+RANGE_LEVELS = 2  # the hand-on smoothing stops at motion boundaries on the 2 coarsest levels
 
 
 def levels_in_graph(height, width, levels=None):
@@ -78,7 +80,20 @@ def _level_size(height, width, index, static):
     return (h, w) if static else (tf.maximum(h, MIN_SIZE), tf.maximum(w, MIN_SIZE))
 
 
-def _passes(spec, base_a, base_b, fields, options, hand_on_smoothed, last):
+def _range_width(options, index, built, used):
+    """The hand-on smoothing's range width at level ``index``: ``sigma_range`` on the
+    ``RANGE_LEVELS`` coarsest levels the size uses, infinite (the Gaussian at the
+    bilateral's taps) on the other coarser levels, 0 (the plain Gaussian) on the finest;
+    a scalar tensor where the levels used are known at run time only (``used``)."""
+    if index == 0 or options.sigma_range == 0:
+        return 0.0
+    if used is None:
+        return options.sigma_range if index >= built - RANGE_LEVELS else float("inf")
+    return tf.where(index >= used - RANGE_LEVELS, tf.constant(float(options.sigma_range)),
+                    tf.constant(float("inf")))
+
+
+def _passes(spec, base_a, base_b, fields, options, hand_on_smoothed, last, sigma_range=0.0):
     """A level's ``passes`` read-outs, each warping by the previous one's fields.
 
     Args:
@@ -90,6 +105,7 @@ def _passes(spec, base_a, base_b, fields, options, hand_on_smoothed, last):
       hand_on_smoothed: the fields handed on are read out at every ``HAND_ON_STRIDE``-th
         pixel and smoothed; else every pixel's, as read.
       last: the last pass is the final read-out.
+      sigma_range: the hand-on smoothing's range width (:func:`_range_width`).
 
     Returns:
       ``(out, fields, stride)``: the last pass's :func:`blend_level` dict, the fields it
@@ -111,7 +127,7 @@ def _passes(spec, base_a, base_b, fields, options, hand_on_smoothed, last):
             with tf.name_scope("smooth"):
                 flat = tf.reshape(fields, tf.concat([shape[:3], [4]], 0))  # [B, h, w, 4]
                 flat = smooth_field(flat, tf.reduce_min(out["peak"], axis=3), o.smooth,
-                                    o.sigma / s)
+                                    o.sigma / s, sigma_range, o.range_floor)
                 fields = tf.reshape(flat, shape)
         if n + 1 < o.passes and s > 1:
             with tf.name_scope("densify"):  # the next pass warps every pixel
@@ -148,7 +164,8 @@ def _coarse_to_fine(spec, frame_t, frame_t2, options, max_levels):
             with tf.name_scope("upsample"):
                 fields = upsample_fields(fields, h, w, size, stride)  # [B, h, w, 2, 2]
         last = index == 0 and o.upsample == 1
-        out, fields, stride = _passes(spec, base_a, base_b, fields, o, True, last)
+        out, fields, stride = _passes(spec, base_a, base_b, fields, o, True, last,
+                                      _range_width(o, index, built, used))
         size = (h, w)
         if used is not None and index > 0:  # a level the size does not use hands on nothing
             fields *= tf.cast(index < used, tf.float32)
