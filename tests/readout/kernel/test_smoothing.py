@@ -118,7 +118,7 @@ def test_bilateral_smoothing_equals_numpy_reference(sess, rng):
 
 
 def test_bilateral_with_a_wide_range_is_the_weighted_gaussian_of_its_taps(sess, rng):
-    """With the range far wider than the field's span, the two passes make the
+    """With the range far wider than the field's span or infinite, the two passes make the
     confidence-weighted average by the Gaussian sampled at every second tap (zeros at the
     odd offsets), separable, as scipy's correlation over the mirrored field computes it."""
     from scipy import ndimage
@@ -127,8 +127,12 @@ def test_bilateral_with_a_wide_range_is_the_weighted_gaussian_of_its_taps(sess, 
 
     field = rng.randn(18, 22, 4) * 3
     conf = rng.rand(18, 22)
-    got = sess.run(smooth_field(tf.constant(field[None].astype(np.float32)),
-                                tf.constant(conf[None].astype(np.float32)), 0, 3.0, 1e4, 0.03))
+    f_in, c_in = (tf.constant(x[None].astype(np.float32)) for x in (field, conf))
+    # the bilateral with a wide range, with an infinite one read at run time, and the
+    # infinite range known when the graph is built (two depthwise convolutions)
+    wide, run_time, built = sess.run(
+        [smooth_field(f_in, c_in, 0, 3.0, width, 0.03)
+         for width in (1e4, tf.constant(float("inf")), float("inf"))])
     r = 12  # 4 sigma, a multiple of the step
     k = np.exp(-0.5 * (np.arange(-r, r + 1) / 3.0) ** 2)
     k[np.arange(-r, r + 1) % RANGE_STEP != 0] = 0
@@ -139,8 +143,10 @@ def test_bilateral_with_a_wide_range_is_the_weighted_gaussian_of_its_taps(sess, 
         return x[r:-r, r:-r]
 
     weight = conf[..., None] + 1e-3
-    np.testing.assert_allclose(got[0], blur(weight * field) / blur(weight), rtol=1e-4, atol=1e-4)
-    assert np.ptp(got[0][..., 0]) > 0.1
+    expected = blur(weight * field) / blur(weight)
+    for got in (wide, run_time, built):
+        np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-4)
+    assert np.ptp(expected[..., 0]) > 0.1
 
 
 def test_bilateral_keeps_a_small_fast_object_the_gaussian_averages_away(sess, rng):
