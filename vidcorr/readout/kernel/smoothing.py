@@ -16,9 +16,10 @@ faster than its background keeps its own motion instead of being averaged into t
 background's. As R grows it becomes the Gaussian above (the column pass weighs each pixel
 by the row pass's summed weights, so the two passes make the same weighted average),
 sampled at every ``RANGE_STEP``-th tap: a pass gathers each pixel's r + 1 neighbours at
-offsets -r, -r + 2, ..., r at once (``[B, H, W, r + 1, C]``, a few MB at the coarser
-levels; every tap, gathered, took 4.77 s for an unrefined 720x1280 match against 4.54 s,
-and found about the same matches). With R infinite (``inf``, known when the graph is built)
+offsets -r, -r + 2, ..., r at once, beside the axis it runs along (rows ``[B, H, W, r + 1,
+C]``, columns ``[B, H, r + 1, W, C]``: no transposes; a few MB at the coarser levels;
+every tap, gathered, took 4.77 s for an unrefined 720x1280 match against 4.54 s, and found
+about the same matches). With R infinite (``inf``, known when the graph is built)
 that sampled Gaussian is computed by two depthwise convolutions instead. The border is
 mirrored with the edge pixel repeated (numpy's and TensorFlow's ``symmetric``,
 scipy's ``reflect``), periodically where a wide Gaussian reaches past a small level
@@ -83,16 +84,19 @@ def _blur(x, taps, r):
 RANGE_STEP = 2  # the bilateral's taps are every 2nd of the Gaussian's
 
 
-def _bilateral_rows(field, weight, taps, r, scale, floor):
-    """One pass of the joint bilateral along each row: ``(field, summed weights)``."""
-    n = tf.shape(field)[2]
-    index = tf.range(n)[:, None] + tf.range(0, 2 * r + 1, RANGE_STEP)[None, :]  # [W, K]
-    near_f = tf.gather(symmetric_pad(field, r, r, 2), index, axis=2)  # [B, H, W, K, C]
-    near_w = tf.gather(symmetric_pad(weight, r, r, 2), index, axis=2)[..., 0]  # [B, H, W, K]
-    d2 = tf.reduce_sum(tf.square(near_f - field[:, :, :, None]), axis=4)  # [B, H, W, K]
-    t = taps[::RANGE_STEP] * near_w * (tf.exp(scale * d2) + floor)  # [B, H, W, K]
-    num = tf.reduce_sum(t[..., None] * near_f, axis=3)  # [B, H, W, C]
-    den = tf.reduce_sum(t, axis=3, keepdims=True)  # [B, H, W, 1]
+def _bilateral_pass(field, weight, taps, r, scale, floor, axis):
+    """One pass of the joint bilateral along ``axis`` (2: rows, 1: columns): ``(field,
+    summed weights)``. The taps are gathered beside the axis, at ``axis + 1``."""
+    n = tf.shape(field)[axis]
+    index = tf.range(n)[:, None] + tf.range(0, 2 * r + 1, RANGE_STEP)[None, :]  # [N, K]
+    near_f = tf.gather(symmetric_pad(field, r, r, axis), index, axis=axis)  # [B, H, W, K, C]
+    near_w = tf.gather(symmetric_pad(weight, r, r, axis), index, axis=axis)[..., 0]
+    centre = tf.expand_dims(field, axis + 1)  # (rows) [B, H, W, 1, C]; (columns) [B, H, 1, W, C]
+    d2 = tf.reduce_sum(tf.square(near_f - centre), axis=4)  # [B, H, W, K] or [B, H, K, W]
+    g = taps[::RANGE_STEP] if axis == 2 else taps[::RANGE_STEP, None]  # along K
+    t = g * near_w * (tf.exp(scale * d2) + floor)  # [B, H, W, K] or [B, H, K, W]
+    num = tf.reduce_sum(t[..., None] * near_f, axis=axis + 1)  # [B, H, W, C]
+    den = tf.reduce_sum(t, axis=axis + 1)[..., None]  # [B, H, W, 1]
     return num / den, den
 
 
@@ -103,11 +107,8 @@ def _bilateral(field, weight, taps, r, sigma_range, floor):
         scale = -0.5 / tf.square(sigma_range)
     else:
         scale = -0.5 / float(sigma_range) ** 2
-    field, weight = _bilateral_rows(field, weight, taps, r, scale, floor)
-    swap = [0, 2, 1, 3]  # the columns as rows
-    field, _ = _bilateral_rows(tf.transpose(field, swap), tf.transpose(weight, swap), taps, r,
-                               scale, floor)
-    return tf.transpose(field, swap)
+    field, weight = _bilateral_pass(field, weight, taps, r, scale, floor, axis=2)
+    return _bilateral_pass(field, weight, taps, r, scale, floor, axis=1)[0]
 
 
 def smooth_field(field, confidence, size, sigma, sigma_range=0.0, floor=0.0):
