@@ -27,10 +27,10 @@ import sys
 
 import numpy as np
 
-from vidcorr.io.video import resize_float
 from vidcorr.model.config import load_config
 from vidcorr.readout.matching import Matcher
-from vidcorr.tracking.clips import Layer, LayeredClip, LayerMotion
+from vidcorr.tracking.clips import LayerMotion
+from vidcorr.training.guard import layered_clip
 from vidcorr.training.data import TripletData
 MOTIONS = {
     "small": (LayerMotion(velocity=(1.0, 0.4)), LayerMotion(velocity=(-2.2, 0.8))),
@@ -40,18 +40,11 @@ MOTIONS = {
 }
 
 
-def layered(frames, i, motion, h, w, margin=24):
+def layered(frames, i, motion):
     """A three-frame clip: frame i of ``frames`` (enlarged to cover the motion) behind an
-    ellipse cut from a frame half the held-back part later."""
-    back = resize_float(frames[i] / 255.0, h + 2 * margin, w + 2 * margin)
-    front = frames[(i + len(frames) // 2) % len(frames)] / 255.0
-    rx, ry = w // 5, h // 4
-    bg = Layer(back, motion[0], (w / 2.0, h / 2.0), offset=(margin, margin))
-    cx, cy = w * 0.55, h * 0.5
-    fg = Layer(front, motion[1], (cx, cy), offset=(front.shape[1] / 2.0 - cx,
-                                                   front.shape[0] / 2.0 - cy),
-               ellipse=(cx, cy, rx, ry))
-    return LayeredClip([bg, fg], h, w, 3)
+    ellipse cut from a frame half the held-back part later (the adaptation guard's clips,
+    :func:`vidcorr.training.guard.layered_clip`)."""
+    return layered_clip(frames[i], frames[(i + len(frames) // 2) % len(frames)], motion)
 
 
 def score(matcher, clip, stride):
@@ -101,7 +94,7 @@ def main():
         for kind, motion in MOTIONS.items():
             errs, points = [], 0
             for n in range(args.pairs):
-                clip = layered(held, n * len(held) // args.pairs, motion, h, w)
+                clip = layered(held, n * len(held) // args.pairs, motion)
                 e, seen = score(matcher, clip, args.stride)
                 errs.append(e)
                 points += seen

@@ -134,11 +134,10 @@ def variant_smoothing(variant):
 
 def large_motion(held, pairs, stride):
     """``(foreground misses, background misses, foreground points, background points)``."""
-    h, w = held.shape[1:3]
     matcher = Matcher(None, max_seconds=0)
     totals = np.zeros(4, np.int64)
     for n in range(pairs):
-        clip = gt_layered.layered(held, n * len(held) // pairs, gt_layered.MOTIONS["large"], h, w)
+        clip = gt_layered.layered(held, n * len(held) // pairs, gt_layered.MOTIONS["large"])
         grid, seen, miss = large_misses.misses(matcher, clip, stride)
         layer = clip.which_layer(grid.astype(np.float64), 1)  # [N] 0 background, 1 front
         groups = [layer == 1, layer == 0]

@@ -60,7 +60,7 @@ def main():
         totals = np.zeros(6, np.int64)
         for n in range(args.pairs):
             clip = gt_layered.layered(held, n * len(held) // args.pairs,
-                                      gt_layered.MOTIONS["large"], h, w)
+                                      gt_layered.MOTIONS["large"])
             grid, seen, miss = misses(matcher, clip, args.stride)
             layer = clip.which_layer(grid.astype(np.float64), 1)  # [N] 0 background, 1 front
             front = np.zeros((h, w), bool)

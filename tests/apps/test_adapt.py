@@ -47,9 +47,13 @@ def test_a_clip_with_motion_is_learned_and_the_model_loads_everywhere(trained_ti
     out = str(tmp_path / "adapted")
     lines = []
     record = adapt([clip], out, model=config.train.run_dir, settings=AdaptSettings(
-        steps=20, learning_rate=1e-3, validate_every=10, val_fraction=0.2, batch_size=4),
-        log=lines.append, progress=False)
+        steps=20, learning_rate=1e-3, validate_every=10, val_fraction=0.2, batch_size=4,
+        guard_tolerance=1.0), log=lines.append, progress=False)
     assert record["adapted"], record
+    guard = record["guard"]  # run, and (tolerance 1) passed whatever the tiny model matches
+    assert guard["passed"] and guard["pairs"] == 4 and guard["points"] > 0, guard
+    assert 0 <= guard["source_acc5"] <= 1 and 0 <= guard["adapted_acc5"] <= 1
+    assert any(line.startswith("guard: large motion on 4 layered pairs") for line in lines)
     assert record["validation_psnr_after"] > record["validation_psnr_before"] + 0.1, record
     source_line = [line for line in lines if "source model on" in line][0]
     n, whole = re.search(r"on (\d+) held-back triplets: ([\d.]+) dB", source_line).groups()
@@ -102,6 +106,30 @@ def test_nothing_learned_means_the_source_weights_unchanged(trained_tiny, tmp_pa
         record["validation_psnr_before"]
 
 
+def test_a_model_the_guard_finds_worse_is_not_written(trained_tiny, tmp_path, capsys):
+    """The clip is learned (the PSNR gain of the test above), but the guard asks for a gain
+    of half the points on large motion, which no model makes over itself: the folder gets
+    the source weights, value for value, and the card says why."""
+    config, _ = trained_tiny
+    clip = _clip(tmp_path / "clip", velocity=(0.0, 1.0))
+    out = str(tmp_path / "adapted")
+    code = adapt_main([clip, "--out", out, "--model", config.train.run_dir, "--steps", "20",
+                       "--learning-rate", "0.001", "--validate-every", "10", "--batch-size",
+                       "4", "--guard-tolerance", "-0.5", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "not adapted: it matched large motion worse than the source model" in err, err
+    before = _values(rundir.find_checkpoint(config.train.run_dir))
+    after = _values(rundir.find_checkpoint(out))
+    assert sorted(before) == sorted(after)
+    assert all(np.array_equal(before[n], after[n]) for n in before)
+    with open(os.path.join(out, "card.json")) as f:
+        record = json.load(f)["adaptation"]
+    assert not record["adapted"] and not record["guard"]["passed"]
+    assert record["guard"]["tolerance"] == -0.5 and record["recipe"]["guard"]
+    assert record["validation_psnr_after"] == record["validation_psnr_before"]
+
+
 def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsys):
     config, _ = trained_tiny
     run = config.train.run_dir
@@ -117,6 +145,7 @@ def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsy
             ([clip, "--average", "1"], "average must be from 0 to 0.999"),
             ([clip, "--warmup", "-5"], "warmup must be an integer from 0"),
             ([clip, "--layered-fraction", "1.5"], "layered_fraction must be in [0, 1]"),
+            ([clip, "--guard-tolerance", "3"], "guard_tolerance must be from -1 to 1"),
             ([clip, "--scales", "1,2"], "scales must list factors from 0.125 to 1"),
             ([clip, "--scales", ","], "scales must list factors from 0.125 to 1, got ()"),
             ([clip, "--steps", "2", "--scales", "1,0.5"], "at data.scales 0.5 are"),
@@ -146,6 +175,12 @@ def test_settings_are_validated():
         AdaptSettings(warmup=2.5)
     with pytest.raises(UserError, match="decay must be True or False"):
         AdaptSettings(decay="yes")
+    with pytest.raises(UserError, match="guard_tolerance must be from -1 to 1"):
+        AdaptSettings(guard_tolerance=2)
+    with pytest.raises(UserError, match="guard must be True or False"):
+        AdaptSettings(guard="yes")
+    with pytest.raises(UserError, match="guard_pairs must be an integer"):
+        AdaptSettings(guard_pairs=0)
     assert AdaptSettings(crop=[64, 128]).crop == (64, 128)
     assert AdaptSettings(scales=[1, 0.5]).scales == (1.0, 0.5)
     with pytest.raises(UserError, match="scales must list factors from 0.125 to 1"):

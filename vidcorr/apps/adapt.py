@@ -13,6 +13,10 @@ layered-motion share, the crop and frame size), starting from its weights:
   the choice's optimism.
 * **Never worse.** If no validation beats the source model by ``MIN_GAIN_DB``, the folder
   gets the source model's weights and config unchanged, and the card and the log say so.
+  The same if the best weights match large motion worse than the source model by more
+  than ``guard_tolerance`` (:mod:`vidcorr.training.guard`: layered pairs with known motion
+  made from the held-back frames, where interpolation PSNR says little), unless ``guard``
+  is off; the guard's time (``GUARD_RESERVE`` of the budget at most) is kept from training.
 * **A budget**: ``minutes`` from the start, reading the clips and building the graph
   included (a constant learning rate, or one that decays with the clock), or ``steps``
   (cosine); Ctrl-C or SIGTERM ends the training after the current step and keeps the best
@@ -38,13 +42,16 @@ import shutil
 import time
 from typing import Optional, Tuple
 
+import numpy as np
+
 from vidcorr.errors import UserError, first_line
 from vidcorr.io import rundir
 from vidcorr.io.files import check_writable_folder, remove_empty_folders, scratch_folder
 from vidcorr.model.config import MAX_BATCH, MAX_SIDE, MIN_SCALE, TUNES
 
 __all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "rehearsal_clips", "MIN_GAIN_DB",
-           "DEFAULT_MINUTES", "DEFAULT_WARMUP", "ADAPTED_MODEL"]
+           "DEFAULT_MINUTES", "DEFAULT_WARMUP", "ADAPTED_MODEL", "DEFAULT_GUARD_PAIRS",
+           "DEFAULT_GUARD_TOLERANCE"]
 
 DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
 DEFAULT_LEARNING_RATE = 1e-3  # with the weights' average: the study's best within the
@@ -58,6 +65,9 @@ MAX_AVERAGE = 0.999
 MAX_MIX = 0.9
 DEFAULT_VALIDATE_EVERY = 25
 MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
+DEFAULT_GUARD_PAIRS = 4
+DEFAULT_GUARD_TOLERANCE = 0.01  # acc@5 on large motion: the developers' pairs' bound
+GUARD_RESERVE = (30.0, 0.1)  # kept from training for the guard: seconds, budget share (least)
 SCRATCH_PREFIX = ".adapt-"
 ADAPTED_MODEL = "adapted_model"  # correspond --adapt's model folder in its --out
 
@@ -90,6 +100,10 @@ class AdaptSettings:
       scales: the frames' sizes (factors up to 1) that training triplets are cut from,
         e.g. ``(1, 0.5)``: half of them from the frames at half size, as the read-out's
         coarser pyramid levels see them (``data.scales``); None: the recipe's.
+      guard: check the best weights on large motion before writing them (see the module
+        docstring); False: PSNR alone decides.
+      guard_pairs: the guard's layered pairs.
+      guard_tolerance: the most acc@5 the adapted model may lose there (-1 to 1).
       validate_every: steps between validations on the held-back triplets.
       val_fraction: the share of each clip's frames held back (its end).
       seed: of the data and the graph.
@@ -108,6 +122,9 @@ class AdaptSettings:
     batch_size: Optional[int] = None
     layered_fraction: Optional[float] = None
     scales: Optional[Tuple[float, ...]] = None
+    guard: bool = True
+    guard_pairs: int = DEFAULT_GUARD_PAIRS
+    guard_tolerance: float = DEFAULT_GUARD_TOLERANCE
     validate_every: int = DEFAULT_VALIDATE_EVERY
     val_fraction: float = 0.1
     seed: int = 0
@@ -158,6 +175,14 @@ class AdaptSettings:
                             % (self.layered_fraction,))
         if self.scales is not None:
             object.__setattr__(self, "scales", _scales(self.scales))
+        if not isinstance(self.guard, bool):
+            raise UserError("guard must be True or False, got %r" % (self.guard,))
+        integer("guard_pairs", 1, 100, self.guard_pairs)
+        if isinstance(self.guard_tolerance, bool) or not (
+                isinstance(self.guard_tolerance, (int, float)) and
+                -1 <= self.guard_tolerance <= 1):
+            raise UserError("guard_tolerance must be from -1 to 1, got %r"
+                            % (self.guard_tolerance,))
         integer("validate_every", 1, 10 ** 6, self.validate_every)
         if not (isinstance(self.val_fraction, float) and 0 < self.val_fraction < 0.5):
             raise UserError("val_fraction must be above 0 and below 0.5, got %r"
@@ -273,9 +298,11 @@ def adapt(sources, out, model=None, settings=None, log=print, progress=True):
     try:
         config = _config(source_config, sources, settings, os.path.join(scratch, "run"), prefix,
                          log)
-        record, best = _train(config, settings, log, progress)
+        record, best, held = _train(config, settings, log, progress)
         record.update(source_model=portable(prefix), clips=sources,
-                      recipe=_recipe(settings, config))
+                      recipe=_recipe(settings, config), guard=None)
+        if best is not None and settings.guard:
+            best = _guard(record, prefix, best, held, settings, log)
         if best is None:  # never worse: the source model as it was
             export_model(prefix, out, notes="vidcorr-adapt: not adapted (%s)" % record["reason"],
                          interpolation=False, log=lambda m: None, extra={"adaptation": record})
@@ -315,7 +342,8 @@ def _recipe(settings, config):
             "crop": [d.crop_height, d.crop_width], "max_height": d.max_height,
             "loss": t.loss, "census_weight": t.census_weight, "smooth_weight": t.smooth_weight,
             "layered_fraction": d.layered_fraction, "scales": list(d.scales),
-            "validate_every": settings.validate_every,
+            "validate_every": settings.validate_every, "guard": settings.guard,
+            "guard_pairs": settings.guard_pairs, "guard_tolerance": settings.guard_tolerance,
             "minutes": settings.minutes, "steps": settings.steps}
 
 
@@ -331,18 +359,53 @@ def _summary(record):
     return "not adapted: %s; the source model's weights are written unchanged" % record["reason"]
 
 
+def _guard(record, source, best, held, settings, log):
+    """Runs the guard into ``record``; returns ``best``, or None where it failed."""
+    from vidcorr.training.guard import compare
+
+    try:
+        record["guard"] = compare(source, best, held, settings.guard_pairs,
+                                  settings.guard_tolerance, log=log)
+    except KeyboardInterrupt:  # Ctrl-C keeps the best so far: by PSNR, unchecked, and said
+        log("guard interrupted: the best weights by held-back PSNR are written unchecked")
+        record["guard"] = {"interrupted": True}
+        return best
+    if record["guard"]["passed"]:
+        return best
+    record.update(adapted=False, validation_psnr_after=record["validation_psnr_before"],
+                  test_psnr_after=record["test_psnr_before"],
+                  reason="it matched large motion worse than the source model (acc@5 %.3f "
+                         "against %.3f on layered pairs of held-back frames)"
+                         % (record["guard"]["adapted_acc5"], record["guard"]["source_acc5"]))
+    return None
+
+
+def _deadline(settings, start):
+    """The training's deadline under a time budget (None: ``steps``), the guard's share kept."""
+    if settings.steps is not None:
+        return None
+    budget = 60.0 * settings.minutes
+    seconds, share = GUARD_RESERVE
+    return start + budget - (min(seconds, share * budget) if settings.guard else 0.0)
+
+
+def _held_back(data):
+    """Each clip's held-back frames, ``[n, H, W, 3]`` uint8, as the data's split keeps them."""
+    return [np.asarray(data.videos[video][first:]) for video, first, _ in data.val_ranges]
+
+
 def _rounded(value):
     return None if value is None or not math.isfinite(value) else round(value, 3)
 
 
 def _train(config, settings, log, progress):
-    """Trains under the budget; returns ``(record, best checkpoint prefix or None)``."""
+    """Trains under the budget; returns ``(record, best checkpoint prefix or None, the
+    held-back frames)``."""
     from vidcorr.training.adapting import AdaptTrainer
 
     start = time.time()  # the budget counts the loading and building too
-    trainer = AdaptTrainer(config, start + 60.0 * settings.minutes if settings.steps is None
-                           else None, log=log, progress=progress, start=start,
-                           decay=settings.decay, anchor=settings.anchor,
+    trainer = AdaptTrainer(config, _deadline(settings, start), log=log, progress=progress,
+                           start=start, decay=settings.decay, anchor=settings.anchor,
                            average=settings.average, warmup=settings.warmup)
     try:
         trainer.setup()
@@ -369,8 +432,8 @@ def _train(config, settings, log, progress):
                                 % (before["select_psnr"], MIN_GAIN_DB, trainer.best_psnr))
             record["validation_psnr_after"] = record["validation_psnr_before"]
             record["test_psnr_after"] = record["test_psnr_before"]
-            return record, None
-        return record, trainer.save_best()
+            return record, None, None
+        return record, trainer.save_best(), _held_back(trainer.data)
     except BaseException:
         trainer.abandon()
         raise

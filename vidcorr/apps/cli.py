@@ -369,11 +369,12 @@ def adapt_main(argv=None):
 
     Trains on triplets of the clips with the model's own self-supervised recipe, judged
     by the interpolation PSNR on the end of each clip, held back; keeps the best weights,
-    and writes the source model unchanged if adaptation does not beat it. Ctrl-C ends the
-    training and keeps the best so far."""
+    and writes the source model unchanged if adaptation does not beat it, or if the best
+    weights match large motion worse (layered pairs of the held-back frames, known motion).
+    Ctrl-C ends the training and keeps the best so far."""
     from vidcorr.apps.adapt import (DEFAULT_ANCHOR, DEFAULT_AVERAGE, DEFAULT_LEARNING_RATE,
-                                    DEFAULT_MINUTES, DEFAULT_MIX, DEFAULT_VALIDATE_EVERY,
-                                    DEFAULT_WARMUP)
+                                    DEFAULT_GUARD_TOLERANCE, DEFAULT_MINUTES, DEFAULT_MIX,
+                                    DEFAULT_VALIDATE_EVERY, DEFAULT_WARMUP)
     parser = argparse.ArgumentParser(description=inspect.cleandoc(adapt_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", help="video files or frame folders")
@@ -402,6 +403,12 @@ def adapt_main(argv=None):
     _recipe_arguments(parser)
     parser.add_argument("--validate-every", type=int, default=DEFAULT_VALIDATE_EVERY,
                         help="steps between validations (default %(default)s)")
+    parser.add_argument("--no-guard", action="store_true",
+                        help="write the best weights by PSNR without checking that they still "
+                             "match large motion as well as the source model")
+    parser.add_argument("--guard-tolerance", type=float, default=DEFAULT_GUARD_TOLERANCE,
+                        help="the most acc@5 on large motion the adapted model may lose "
+                             "(default %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
@@ -425,6 +432,7 @@ def _adapt(args):
             warmup=args.warmup, tune=args.tune, crop=args.crop,
             max_height=args.max_height, batch_size=args.batch_size,
             layered_fraction=args.layered_fraction, scales=args.scales,
+            guard=not args.no_guard, guard_tolerance=args.guard_tolerance,
             validate_every=args.validate_every, seed=args.seed)
         return adapt(args.sources, args.out, args.model, settings,
                      log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)

@@ -1,0 +1,138 @@
+"""The adaptation's matching guard: does an adapted model still match large motion?
+
+Adaptation chooses its weights by the interpolation PSNR on the clip's held-back
+triplets, which moves little where the clip moves a lot: a model can gain there and match
+large motion worse than its source did (docs/adaptation.md). Before an adapted model is
+written, the guard measures that on ground truth made from the same held-back frames.
+Each of ``pairs`` layered clips (:mod:`vidcorr.tracking.clips`) has one held-back frame as
+its background and an ellipse cut from another in front, moving 4.3 and 7.3 px per frame
+(:data:`GUARD_MOTION`: beyond the 3.5 px of the layered triplets adaptation trains on) in
+known motion. Frames 0 and 2 of each are matched by the model with the default read-out
+on a ``GUARD_STRIDE`` grid of the middle frame, and the points seen in all three frames
+are scored: a hit is a valid match within ``GUARD_PIXELS`` of the truth in both frames,
+an invalid match is a miss. :func:`compare` scores the source model and the adapted one
+on the same clips; the adaptation keeps the adapted model only if it loses at most
+``tolerance`` of that share.
+
+The held-back frames are those adaptation never trains on nor takes layered textures
+from, so the clips are new to both models.
+"""
+
+import time
+
+import numpy as np
+
+from vidcorr.io.video import resize_float
+from vidcorr.tracking.clips import Layer, LayeredClip, LayerMotion
+
+__all__ = ["GUARD_MOTION", "GUARD_PIXELS", "GUARD_STRIDE", "guard_clips", "match_score",
+           "compare"]
+
+GUARD_MOTION = (LayerMotion(velocity=(4.0, -1.5)), LayerMotion(velocity=(-7.0, 2.0)))
+GUARD_PIXELS = 5.0  # a hit is within this in both frames
+GUARD_STRIDE = 8  # the middle frame's grid, as scripts/evaluate.py scores
+MARGIN = 24  # the background is enlarged by this on each side, to cover its motion
+
+
+def layered_clip(background, front, motion=GUARD_MOTION):
+    """A three-frame :class:`LayeredClip` of ``background``'s size: it (enlarged by
+    ``MARGIN`` px a side) behind an ellipse cut from the middle of ``front``.
+
+    Args:
+      background: ``[H, W, 3]`` uint8 frame.
+      front: ``[h, w, 3]`` uint8 frame (any size at least ``H`` x ``W``/2).
+      motion: ``(background, foreground)`` :class:`LayerMotion`.
+    """
+    h, w = background.shape[:2]
+    back = resize_float(background / 255.0, h + 2 * MARGIN, w + 2 * MARGIN)
+    front = front / 255.0
+    bg = Layer(back, motion[0], (w / 2.0, h / 2.0), offset=(MARGIN, MARGIN))
+    cx, cy = w * 0.55, h * 0.5
+    fg = Layer(front, motion[1], (cx, cy),
+               offset=(front.shape[1] / 2.0 - cx, front.shape[0] / 2.0 - cy),
+               ellipse=(cx, cy, w // 5, h // 4))
+    return LayeredClip([bg, fg], h, w, 3)
+
+
+def guard_clips(held, pairs):
+    """``pairs`` layered clips from held-back frames, taken in turn from each clip.
+
+    Args:
+      held: a list of ``[n, H, W, 3]`` uint8 arrays (n >= 1), one per clip.
+      pairs: how many clips to make.
+
+    Returns:
+      A list of :class:`LayeredClip`: the k-th from clip ``k % len(held)``, its background
+      spread over that clip's frames and its foreground half the frames later.
+    """
+    clips, per_clip = [], -(-pairs // len(held))  # the most clips one source gives
+    for k in range(pairs):
+        frames = held[k % len(held)]
+        n = len(frames)
+        i = (k // len(held)) * n // per_clip  # spread over the source's frames
+        clips.append(layered_clip(frames[i], frames[(i + n // 2) % n]))
+    return clips
+
+
+def match_score(matcher, clips, stride=GUARD_STRIDE):
+    """``(hits, points)`` of a matcher on layered clips (see the module docstring).
+
+    Args:
+      matcher: a :class:`vidcorr.readout.matching.Matcher` (or anything with its
+        ``match(frame_t, frame_t2, stride=...)``).
+      clips: :class:`LayeredClip` of at least three frames.
+      stride: the middle frame's grid step.
+
+    Returns:
+      ``(hits, points)``: ints.
+    """
+    hits = points = 0
+    for clip in clips:
+        f0, f2 = (clip.frame(t).astype(np.float32) / 255.0 for t in (0, 2))
+        m = matcher.match(f0, f2, stride=stride)
+        grid = np.asarray(m.grid, np.float64)  # [N, 2] (x, y) on the middle frame
+        tracks, visible = clip.truth(np.column_stack([np.ones(len(grid)), grid]))
+        seen = visible[:, :3].all(axis=1)
+        error = np.maximum(np.linalg.norm(m.p1 - tracks[:, 0], axis=1),
+                           np.linalg.norm(m.p3 - tracks[:, 2], axis=1))
+        hits += int(np.sum(seen & m.valid & (error <= GUARD_PIXELS)))
+        points += int(seen.sum())
+    return hits, points
+
+
+def compare(source, adapted, held, pairs, tolerance, threads=None, log=print):
+    """Scores the source and the adapted model on the same layered clips.
+
+    Args:
+      source: the source model (checkpoint prefix, model folder or run).
+      adapted: the adapted model.
+      held: held-back frames per clip (see :func:`guard_clips`).
+      pairs: the number of layered clips.
+      tolerance: the most of the hit share the adapted model may lose.
+      threads: the matchers' intra-op threads (None: TensorFlow's choice).
+      log: print-like.
+
+    Returns:
+      The card's ``guard`` record: ``pairs``, ``points``, ``source_acc5``,
+      ``adapted_acc5``, ``tolerance``, ``passed`` and ``seconds``.
+    """
+    from vidcorr.readout.matching import Matcher
+
+    start = time.time()
+    clips = guard_clips(held, pairs)
+    shares = []
+    for model in (source, adapted):
+        matcher = Matcher(model, threads=threads, max_seconds=0)
+        try:
+            hits, points = match_score(matcher, clips)
+        finally:
+            matcher.close()
+        shares.append(hits / float(max(points, 1)))
+    record = {"pairs": int(pairs), "points": int(points), "motion_px_per_frame": [4.3, 7.3],
+              "source_acc5": round(shares[0], 4), "adapted_acc5": round(shares[1], 4),
+              "tolerance": tolerance, "passed": bool(shares[1] >= shares[0] - tolerance),
+              "seconds": round(time.time() - start, 1)}
+    log("guard: large motion on %d layered pairs of held-back frames (%d points): acc@5 "
+        "%.3f -> %.3f (%s)" % (pairs, points, shares[0], shares[1],
+                               "kept" if record["passed"] else "worse by more than %g" % tolerance))
+    return record
