@@ -4,7 +4,7 @@ frames, scored against their motion in closed form."""
 import numpy as np
 
 from vidcorr.training.guard import (GUARD_MOTION, compare, guard_clips, layered_clip,
-                                    match_score)
+                                    match_score, rendered)
 
 
 class _Matches(object):
@@ -39,7 +39,7 @@ def _frames(n, size=(48, 96), seed=0):
 
 
 def test_exact_matches_hit_every_point_seen_and_misses_count():
-    clips = guard_clips([_frames(5)], 2)
+    clips = rendered(guard_clips([_frames(5)], 2))
     hits, points = match_score(_TruthMatcher((48, 96)), clips, stride=4)
     # the points seen in all three frames: most of the 12 x 24 grid of each clip, not all
     # (the foreground hides some, the border takes the fast ones)

@@ -175,18 +175,22 @@ class AdaptSettings:
                             % (self.layered_fraction,))
         if self.scales is not None:
             object.__setattr__(self, "scales", _scales(self.scales))
-        if not isinstance(self.guard, bool):
-            raise UserError("guard must be True or False, got %r" % (self.guard,))
-        integer("guard_pairs", 1, 100, self.guard_pairs)
-        if isinstance(self.guard_tolerance, bool) or not (
-                isinstance(self.guard_tolerance, (int, float)) and
-                -1 <= self.guard_tolerance <= 1):
-            raise UserError("guard_tolerance must be from -1 to 1, got %r"
-                            % (self.guard_tolerance,))
+        _check_guard(self.guard, self.guard_pairs, self.guard_tolerance)
         integer("validate_every", 1, 10 ** 6, self.validate_every)
         if not (isinstance(self.val_fraction, float) and 0 < self.val_fraction < 0.5):
             raise UserError("val_fraction must be above 0 and below 0.5, got %r"
                             % (self.val_fraction,))
+
+
+def _check_guard(guard, pairs, tolerance):
+    """Raises a one-line :class:`UserError` for bad guard settings."""
+    if not isinstance(guard, bool):
+        raise UserError("guard must be True or False, got %r" % (guard,))
+    if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= 100:
+        raise UserError("guard_pairs must be an integer from 1 to 100, got %r" % (pairs,))
+    if isinstance(tolerance, bool) or not (isinstance(tolerance, (int, float)) and
+                                           -1 <= tolerance <= 1):
+        raise UserError("guard_tolerance must be from -1 to 1, got %r" % (tolerance,))
 
 
 def rehearsal_clips(source, log=print):
