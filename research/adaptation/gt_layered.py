@@ -30,7 +30,7 @@ import numpy as np
 from vidcorr.model.config import load_config
 from vidcorr.readout.matching import Matcher
 from vidcorr.tracking.clips import LayerMotion
-from vidcorr.training.guard import layered_clip
+from vidcorr.evaluation.guard import layered_clip
 from vidcorr.training.data import TripletData
 MOTIONS = {
     "small": (LayerMotion(velocity=(1.0, 0.4)), LayerMotion(velocity=(-2.2, 0.8))),
@@ -43,7 +43,7 @@ MOTIONS = {
 def layered(frames, i, motion):
     """A three-frame clip: frame i of ``frames`` (enlarged to cover the motion) behind an
     ellipse cut from a frame half the held-back part later (the adaptation guard's clips,
-    :func:`vidcorr.training.guard.layered_clip`)."""
+    :func:`vidcorr.evaluation.guard.layered_clip`)."""
     return layered_clip(frames[i], frames[(i + len(frames) // 2) % len(frames)], motion)
 
 

@@ -14,7 +14,7 @@ layered-motion share, the crop and frame size), starting from its weights:
 * **Never worse.** If no validation beats the source model by ``MIN_GAIN_DB``, the folder
   gets the source model's weights and config unchanged, and the card and the log say so.
   The same if the best weights match large motion worse than the source model by more
-  than ``guard_tolerance`` (:mod:`vidcorr.training.guard`: layered pairs with known motion
+  than ``guard_tolerance`` (:mod:`vidcorr.evaluation.guard`: layered pairs with known motion
   made from the held-back frames, where interpolation PSNR says little), unless ``guard``
   is off; the guard's time (``GUARD_RESERVE`` of the budget at most) is kept from training.
 * **A budget**: ``minutes`` from the start, reading the clips and building the graph
@@ -365,7 +365,7 @@ def _summary(record):
 
 def _guard(record, source, best, held, settings, log):
     """Runs the guard into ``record``; returns ``best``, or None where it failed."""
-    from vidcorr.training.guard import compare
+    from vidcorr.evaluation.guard import compare
 
     try:
         record["guard"] = compare(source, best, held, settings.guard_pairs,

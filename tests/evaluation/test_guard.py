@@ -1,9 +1,9 @@
-"""The adaptation's matching guard (vidcorr.training.guard): layered pairs of held-back
+"""The adaptation's matching guard (vidcorr.evaluation.guard): layered pairs of held-back
 frames, scored against their motion in closed form."""
 
 import numpy as np
 
-from vidcorr.training.guard import (GUARD_MOTION, compare, guard_clips, layered_clip,
+from vidcorr.evaluation.guard import (GUARD_MOTION, compare, guard_clips, layered_clip,
                                     match_score, rendered)
 
 
