@@ -106,27 +106,36 @@ def test_nothing_learned_means_the_source_weights_unchanged(trained_tiny, tmp_pa
         record["validation_psnr_before"]
 
 
-def test_a_model_the_guard_finds_worse_is_not_written(trained_tiny, tmp_path, capsys):
+@pytest.mark.parametrize("guard", [True, False])
+def test_a_model_the_guard_finds_worse_is_not_written(trained_tiny, tmp_path, capsys, guard):
     """The clip is learned (the PSNR gain of the test above), but the guard asks for a gain
     of half the points on large motion, which no model makes over itself: the folder gets
-    the source weights, value for value, and the card says why."""
+    the source weights, value for value, and the card says why. With ``--no-guard`` the
+    same run writes the adapted weights, unchecked."""
     config, _ = trained_tiny
     clip = _clip(tmp_path / "clip", velocity=(0.0, 1.0))
     out = str(tmp_path / "adapted")
     code = adapt_main([clip, "--out", out, "--model", config.train.run_dir, "--steps", "20",
                        "--learning-rate", "0.001", "--validate-every", "10", "--batch-size",
-                       "4", "--guard-tolerance", "-0.5", "--no-progress"])
+                       "4", "--guard-tolerance", "-0.5", "--no-progress"]
+                      + ([] if guard else ["--no-guard"]))
     err = capsys.readouterr().err
     assert code == 0, err
-    assert "not adapted: it matched large motion worse than the source model" in err, err
     before = _values(rundir.find_checkpoint(config.train.run_dir))
     after = _values(rundir.find_checkpoint(out))
     assert sorted(before) == sorted(after)
-    assert all(np.array_equal(before[n], after[n]) for n in before)
     with open(os.path.join(out, "card.json")) as f:
         record = json.load(f)["adaptation"]
+    assert record["recipe"]["guard"] is guard and record["recipe"]["guard_tolerance"] == -0.5
+    if not guard:
+        assert "guard:" not in err and record["guard"] is None and record["adapted"], err
+        assert record["validation_psnr_after"] > record["validation_psnr_before"]
+        assert not all(np.array_equal(before[n], after[n]) for n in before)
+        return
+    assert "not adapted: it matched large motion worse than the source model" in err, err
+    assert all(np.array_equal(before[n], after[n]) for n in before)
     assert not record["adapted"] and not record["guard"]["passed"]
-    assert record["guard"]["tolerance"] == -0.5 and record["recipe"]["guard"]
+    assert record["guard"]["tolerance"] == -0.5
     assert record["validation_psnr_after"] == record["validation_psnr_before"]
 
 

@@ -50,6 +50,21 @@ def test_exact_matches_hit_every_point_seen_and_misses_count():
     assert match_score(_TruthMatcher((48, 96), valid=False), clips, stride=4) == (0, points)
 
 
+def test_the_truth_is_computed_once_for_every_model_scored():
+    clips = rendered(guard_clips([_frames(5)], 2))
+    calls = []
+    for clip, _, _ in clips:
+        clip.truth = (lambda truth: lambda q: calls.append(len(q)) or truth(q))(clip.truth)
+    truths = {}
+    first = match_score(_TruthMatcher((48, 96)), clips, stride=4, truths=truths)
+    assert calls == [288, 288] and sorted(truths) == [0, 1]
+    assert match_score(_TruthMatcher((48, 96), error=5.1), clips, stride=4,
+                       truths=truths) == (0, first[1])
+    assert calls == [288, 288]  # kept
+    assert match_score(_TruthMatcher((48, 96)), clips, stride=8, truths=truths) != first
+    assert calls == [288, 288, 72, 72]  # another grid: computed again
+
+
 def test_clips_take_their_frames_from_every_held_back_part_in_turn():
     """Flat frames of distinct colours: the background's colour at a corner and the
     foreground's at the ellipse's centre name the frames each clip was cut from."""

@@ -81,7 +81,7 @@ def rendered(clips):
             for clip in clips]
 
 
-def match_score(matcher, pairs, stride=GUARD_STRIDE):
+def match_score(matcher, pairs, stride=GUARD_STRIDE, truths=None):
     """``(hits, points)`` of a matcher on layered clips (see the module docstring).
 
     Args:
@@ -89,15 +89,20 @@ def match_score(matcher, pairs, stride=GUARD_STRIDE):
         ``match(frame_t, frame_t2, stride=...)``).
       pairs: :func:`rendered` clips (each of at least three frames).
       stride: the middle frame's grid step.
+      truths: a dict kept across calls on the same ``pairs``: each clip's truth at the
+        matches' grid, computed once for every model scored (None: not kept).
 
     Returns:
       ``(hits, points)``: ints.
     """
     hits = points = 0
-    for clip, f0, f2 in pairs:
+    truths = {} if truths is None else truths
+    for k, (clip, f0, f2) in enumerate(pairs):
         m = matcher.match(f0, f2, stride=stride)
         grid = np.asarray(m.grid, np.float64)  # [N, 2] (x, y) on the middle frame
-        tracks, visible = clip.truth(np.column_stack([np.ones(len(grid)), grid]))
+        if k not in truths or not np.array_equal(truths[k][0], grid):
+            truths[k] = (grid,) + clip.truth(np.column_stack([np.ones(len(grid)), grid]))
+        _, tracks, visible = truths[k]  # [N, T, 2], [N, T]
         seen = visible[:, :3].all(axis=1)
         error = np.maximum(np.linalg.norm(m.p1 - tracks[:, 0], axis=1),
                            np.linalg.norm(m.p3 - tracks[:, 2], axis=1))
@@ -126,11 +131,11 @@ def compare(source, adapted, held, pairs, tolerance, threads=None, log=print):
 
     start = time.time()
     clips = rendered(guard_clips(held, pairs))
-    shares = []
+    shares, truths = [], {}
     for model in (source, adapted):
         matcher = Matcher(model, threads=threads, max_seconds=0)
         try:
-            hits, points = match_score(matcher, clips)
+            hits, points = match_score(matcher, clips, truths=truths)
         finally:
             matcher.close()
         shares.append(hits / float(max(points, 1)))
