@@ -135,8 +135,48 @@ def test_a_model_the_guard_finds_worse_is_not_written(trained_tiny, tmp_path, ca
     assert "not adapted: it matched large motion worse than the source model" in err, err
     assert all(np.array_equal(before[n], after[n]) for n in before)
     assert not record["adapted"] and not record["guard"]["passed"]
-    assert record["guard"]["tolerance"] == -0.5
+    assert record["guard"]["tolerance"] == -0.5 and record["recipe"]["guard_candidates"] == 3
+    # every validation that beat the source was tried (steps 10 and 20 here), none chosen
+    tried = [t["step"] for t in record["guard"]["tried"]]
+    assert 1 <= len(tried) <= 2 and set(tried) <= {10, 20} and len(set(tried)) == len(tried)
+    assert record["guard"]["chosen_step"] is None
+    assert err.count("guard: the weights of step") == len(tried)
     assert record["validation_psnr_after"] == record["validation_psnr_before"]
+
+
+def test_the_guard_writes_the_next_best_weights_that_pass(trained_tiny, tmp_path, monkeypatch):
+    """The guard's score replaced: the source model hits 0.9 of the points, the first
+    candidate (the best by PSNR) none, any later one 0.9. The folder gets the second
+    candidate's weights, and the card its step and PSNR."""
+    from vidcorr.evaluation import guard
+
+    scored, values = [], []  # the models scored, and their weights then
+
+    def share(model, clips, truths, threads):
+        scored.append(model)
+        values.append(_values(rundir.find_checkpoint(model)))
+        return (0.0 if len(scored) == 2 else 0.9), 50
+
+    monkeypatch.setattr(guard, "_share", share)
+    config, _ = trained_tiny
+    clip = _clip(tmp_path / "clip", velocity=(0.0, 1.0))
+    out = str(tmp_path / "adapted")
+    record = adapt([clip], out, model=config.train.run_dir, settings=AdaptSettings(
+        steps=20, learning_rate=1e-3, validate_every=5, val_fraction=0.2, batch_size=4),
+        log=lambda m: None, progress=False)
+    tried = record["guard"]["tried"]
+    assert len(scored) == 3 and [t["acc5"] for t in tried] == [0.0, 0.9]
+    assert record["adapted"] and record["guard"]["chosen_step"] == tried[1]["step"]
+    assert record["best_step"] == tried[1]["step"] != tried[0]["step"]
+    assert record["validation_psnr_before"] + 0.01 <= record["validation_psnr_after"]
+    with open(os.path.join(out, "card.json")) as f:
+        card = json.load(f)
+    assert card["steps"] == tried[1]["step"]  # the written weights are that step's
+    assert os.path.basename(scored[2]) == "best.ckpt-%d" % tried[1]["step"]
+    written = _values(rundir.find_checkpoint(out))
+    assert sorted(written) == sorted(values[2])
+    assert all(np.array_equal(v, written[n]) for n, v in values[2].items())
+    assert not all(np.array_equal(v, written[n]) for n, v in values[1].items())
 
 
 def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsys):
@@ -155,6 +195,7 @@ def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsy
             ([clip, "--warmup", "-5"], "warmup must be an integer from 0"),
             ([clip, "--layered-fraction", "1.5"], "layered_fraction must be in [0, 1]"),
             ([clip, "--guard-tolerance", "3"], "guard_tolerance must be from -1 to 1"),
+            ([clip, "--guard-candidates", "0"], "guard_candidates must be an integer from 1"),
             ([clip, "--scales", "1,2"], "scales must list factors from 0.125 to 1"),
             ([clip, "--scales", ","], "scales must list factors from 0.125 to 1, got ()"),
             ([clip, "--steps", "2", "--scales", "1,0.5"], "at data.scales 0.5 are"),
@@ -190,6 +231,8 @@ def test_settings_are_validated():
         AdaptSettings(guard="yes")
     with pytest.raises(UserError, match="guard_pairs must be an integer"):
         AdaptSettings(guard_pairs=0)
+    with pytest.raises(UserError, match="guard_candidates must be an integer from 1 to 10"):
+        AdaptSettings(guard_candidates=0)
     assert AdaptSettings(crop=[64, 128]).crop == (64, 128)
     assert AdaptSettings(scales=[1, 0.5]).scales == (1.0, 0.5)
     with pytest.raises(UserError, match="scales must list factors from 0.125 to 1"):

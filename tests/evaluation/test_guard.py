@@ -3,8 +3,12 @@ frames, scored against their motion in closed form."""
 
 import numpy as np
 
-from vidcorr.evaluation.guard import (GUARD_MOTION, compare, guard_clips, layered_clip,
-                                    match_score, rendered)
+import pytest
+
+from vidcorr.errors import UserError
+from vidcorr.evaluation import guard
+from vidcorr.evaluation.guard import (GUARD_MOTION, check_settings, choose, guard_clips,
+                                    layered_clip, match_score, rendered)
 
 
 class _Matches(object):
@@ -89,12 +93,74 @@ def test_a_clip_is_its_background_behind_a_moving_ellipse():
     assert visible.all()
 
 
-def test_compare_keeps_a_model_as_good_as_its_source(random_kernel_checkpoint):
+def test_a_model_as_good_as_its_source_is_chosen(random_kernel_checkpoint):
     held = [_frames(4, size=(64, 96))]
-    same = compare(random_kernel_checkpoint, random_kernel_checkpoint, held, 2, 0.0,
-                   log=lambda m: None)
-    assert same["passed"] and same["source_acc5"] == same["adapted_acc5"]
-    assert same["pairs"] == 2 and same["points"] > 0
-    stricter = compare(random_kernel_checkpoint, random_kernel_checkpoint, held, 2, -0.5,
-                       log=lambda m: None)  # must gain half the points: cannot
-    assert not stricter["passed"]
+    index, same = choose(random_kernel_checkpoint, [(7, random_kernel_checkpoint)], held, 2,
+                         0.0, log=lambda m: None)
+    assert index == 0 and same["passed"] and same["source_acc5"] == same["adapted_acc5"]
+    assert same["pairs"] == 2 and same["points"] > 0 and same["chosen_step"] == 7
+    assert same["tried"] == [{"step": 7, "acc5": same["source_acc5"]}]
+    index, stricter = choose(random_kernel_checkpoint, [(7, random_kernel_checkpoint)], held,
+                             2, -0.5, log=lambda m: None)  # must gain half the points: cannot
+    assert index is None and not stricter["passed"] and stricter["chosen_step"] is None
+
+
+def _shares(monkeypatch, shares, seconds=0.0):
+    """``choose`` with each model's share given (``{model: share}``); each scoring takes
+    ``seconds`` on a clock that only scoring moves."""
+    clock, scored = [1000.0], []
+
+    def share(model, clips, truths, threads):
+        scored.append(model)
+        clock[0] += seconds
+        return shares[model], 100
+
+    monkeypatch.setattr(guard, "_share", share)
+    monkeypatch.setattr(guard.time, "time", lambda: clock[0])
+    return scored
+
+
+def test_the_best_candidate_that_passes_is_chosen(monkeypatch):
+    held = [_frames(3)]
+    scored = _shares(monkeypatch, {"src": 0.90, "a": 0.85, "b": 0.895, "c": 0.95})
+    lines = []
+    index, record = choose("src", [(30, "a"), (20, "b"), (10, "c")], held, 1, 0.01,
+                           log=lines.append)
+    assert index == 1 and scored == ["src", "a", "b"]  # c, beyond the first that passes, not
+    assert record["tried"] == [{"step": 30, "acc5": 0.85}, {"step": 20, "acc5": 0.895}]
+    assert record["chosen_step"] == 20 and record["adapted_acc5"] == 0.895
+    assert record["passed"] and record["source_acc5"] == 0.9
+    assert lines[1:] == ["guard: the weights of step 30: acc@5 0.850 (worse by more than 0.01)",
+                         "guard: the weights of step 20: acc@5 0.895 (kept)"]
+    scored[:] = []
+    index, record = choose("src", [(30, "a"), (20, "a")], held, 1, 0.01, log=lambda m: None)
+    assert index is None and not record["passed"] and record["adapted_acc5"] == 0.85
+    assert len(record["tried"]) == 2 and record["chosen_step"] is None
+    # a loss of exactly the tolerance passes
+    assert choose("src", [(5, "b")], held, 1, 0.005, log=lambda m: None)[0] == 0
+
+
+def test_the_deadline_stops_the_candidates_after_the_first(monkeypatch):
+    held = [_frames(3)]
+    scored = _shares(monkeypatch, {"src": 0.9, "a": 0.5, "b": 0.5, "c": 0.95}, seconds=10.0)
+    # the source at 1010, a at 1020: b would end at 1030, past 1025
+    index, record = choose("src", [(3, "a"), (2, "b"), (1, "c")], held, 1, 0.0,
+                           deadline=1025.0, log=lambda m: None)
+    assert index is None and scored == ["src", "a"] and len(record["tried"]) == 1
+    scored = _shares(monkeypatch, {"src": 0.9, "a": 0.5, "b": 0.5, "c": 0.95}, seconds=10.0)
+    index, _ = choose("src", [(3, "a"), (2, "b"), (1, "c")], held, 1, 0.0, deadline=1045.0,
+                      log=lambda m: None)  # b ends at 1030, c at 1040
+    assert index == 2 and scored == ["src", "a", "b", "c"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("yes", 4, 0.01, 3), "guard must be True or False"),
+    ((True, 0, 0.01, 3), "guard_pairs must be an integer from 1 to 100"),
+    ((True, 4, 0.01, 11), "guard_candidates must be an integer from 1 to 10"),
+    ((True, 4, 0.01, 2.0), "guard_candidates must be an integer"),
+    ((True, 4, -1.5, 3), "guard_tolerance must be from -1 to 1"),
+])
+def test_bad_settings_are_one_line_errors(args, message):
+    with pytest.raises(UserError, match=message):
+        check_settings(*args)
+    check_settings(True, 4, 0.01, 3)

@@ -201,3 +201,33 @@ def test_the_weights_average_starts_at_the_source_and_is_what_validation_sees(tm
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6, err_msg=name)
     finally:
         trainer.close()
+
+
+def test_the_best_validations_are_kept_best_first_and_each_can_be_saved(tmp_path, source_run):
+    """``keep=2``: validations at steps 0-30 with PSNRs 20, 21, 20.5, 19 keep steps 10 and
+    20 (each with its own weights, the first variable moved by the step); a step already
+    kept is not kept again; ``save_best(rank)`` writes that validation's weights."""
+    config = _tiny(run_dir=str(tmp_path / "kept"), init_from=source_run, steps=2,
+                   validate_every=10 ** 6, checkpoint_every=10 ** 6)
+    with pytest.raises(ValueError, match="keep must be an integer of at least 1"):
+        AdaptTrainer(config, progress=False, log=lambda m: None, keep=0)
+    trainer = AdaptTrainer(config, progress=False, log=lambda m: None, keep=2).setup()
+    try:
+        first = trainer.network_variables[0]
+        start = trainer.sess.run(first)
+        for step, psnr in ((0, 20.0), (10, 21.0), (20, 20.5), (20, 22.0), (30, 19.0)):
+            first.load(start + step, trainer.sess)
+            trainer.consider({"select_psnr": psnr, "test_psnr": psnr - 1}, step)
+        assert [(k["step"], k["psnr"], k["test_psnr"]) for k in trainer.kept] == \
+            [(10, 21.0, 20.0), (20, 20.5, 19.5)]
+        assert (trainer.best_step, trainer.best_psnr, trainer.best_test_psnr) == (10, 21.0, 20.0)
+        np.testing.assert_array_equal(trainer.best_values[0], start + 10)
+        second, best = trainer.save_best(1), trainer.save_best()
+        assert os.path.basename(second) == "best.ckpt-20" and os.path.basename(best) == \
+            "best.ckpt-10"
+        for prefix, step in ((second, 20), (best, 10)):  # both still there
+            np.testing.assert_array_equal(tf.train.load_variable(prefix, first.op.name),
+                                          start + step)
+            assert tf.train.load_variable(prefix, "global_step") == step
+    finally:
+        trainer.close()

@@ -13,10 +13,10 @@ layered-motion share, the crop and frame size), starting from its weights:
   the choice's optimism.
 * **Never worse.** If no validation beats the source model by ``MIN_GAIN_DB``, the folder
   gets the source model's weights and config unchanged, and the card and the log say so.
-  The same if the best weights match large motion worse than the source model by more
-  than ``guard_tolerance`` (:mod:`vidcorr.evaluation.guard`: layered pairs with known motion
-  made from the held-back frames, where interpolation PSNR says little), unless ``guard``
-  is off; the guard's time (``GUARD_RESERVE`` of the budget at most) is kept from training.
+  Unless ``guard`` is off, they must also match large motion as well as the source, within
+  ``guard_tolerance`` (:mod:`vidcorr.evaluation.guard`: layered pairs made from the
+  held-back frames): the best of the ``guard_candidates`` best validations that passes is
+  written, else the source; its time (``GUARD_RESERVE`` at most) is kept from training.
 * **A budget**: ``minutes`` from the start, reading the clips and building the graph
   included (a constant learning rate, or one that decays with the clock), or ``steps``
   (cosine); Ctrl-C or SIGTERM ends the training after the current step and keeps the best
@@ -27,9 +27,9 @@ layered-motion share, the crop and frame size), starting from its weights:
   :class:`vidcorr.training.adapting.AdaptTrainer`), and **rehearsal** (``mix``): that share
   of the training triplets comes from the source model's own training clips (those of its
   recipe found on this machine), never from the user's held-back part.
-* **Out**: a model folder like ``vidcorr-export``'s (every command takes it: ``--checkpoint``,
-  ``Matcher(path)``, ``vidcorr-export``), written atomically, whose card records the source
-  model, the clips, the recipe, the steps and seconds, and the PSNR before and after.
+* **Out**: a model folder like ``vidcorr-export``'s (every command takes it), written
+  atomically; its card records the source model, the clips, the recipe, the steps and
+  seconds, and the PSNR before and after.
 
 Training runs in a hidden scratch run folder beside ``--out`` (``.adapt-PID-RANDOM``),
 removed at the end, or by the next adaptation into that folder if the process was killed.
@@ -42,16 +42,15 @@ import shutil
 import time
 from typing import Optional, Tuple
 
-import numpy as np
-
 from vidcorr.errors import UserError, first_line
+from vidcorr.evaluation.guard import check_settings
 from vidcorr.io import rundir
 from vidcorr.io.files import check_writable_folder, remove_empty_folders, scratch_folder
 from vidcorr.model.config import MAX_BATCH, MAX_SIDE, MIN_SCALE, TUNES
 
 __all__ = ["AdaptSettings", "adapt", "adapt_to_footage", "rehearsal_clips", "MIN_GAIN_DB",
            "DEFAULT_MINUTES", "DEFAULT_WARMUP", "ADAPTED_MODEL", "DEFAULT_GUARD_PAIRS",
-           "DEFAULT_GUARD_TOLERANCE"]
+           "DEFAULT_GUARD_TOLERANCE", "DEFAULT_GUARD_CANDIDATES"]
 
 DEFAULT_MINUTES = 5.0  # the default budget: a few minutes on a CPU
 DEFAULT_LEARNING_RATE = 1e-3  # with the weights' average: the study's best within the
@@ -66,6 +65,7 @@ MAX_MIX = 0.9
 DEFAULT_VALIDATE_EVERY = 25
 MIN_GAIN_DB = 0.01  # below this over the source model, adaptation did not help
 DEFAULT_GUARD_PAIRS = 4
+DEFAULT_GUARD_CANDIDATES = 3  # each about 7 s at 384x288 (docs/adaptation.md)
 DEFAULT_GUARD_TOLERANCE = 0.01  # acc@5 on large motion: the developers' pairs' bound
 GUARD_RESERVE = (30.0, 0.1)  # kept from training for the guard: seconds, budget share (least)
 SCRATCH_PREFIX = ".adapt-"
@@ -102,6 +102,7 @@ class AdaptSettings:
         coarser pyramid levels see them (``data.scales``); None: the recipe's.
       guard: check the best weights on large motion before writing them (see the module
         docstring); False: PSNR alone decides.
+      guard_candidates: the most validations' weights the guard tries, best first (1-10).
       guard_pairs: the guard's layered pairs.
       guard_tolerance: the most acc@5 the adapted model may lose there (-1 to 1).
       validate_every: steps between validations on the held-back triplets.
@@ -123,6 +124,7 @@ class AdaptSettings:
     layered_fraction: Optional[float] = None
     scales: Optional[Tuple[float, ...]] = None
     guard: bool = True
+    guard_candidates: int = DEFAULT_GUARD_CANDIDATES
     guard_pairs: int = DEFAULT_GUARD_PAIRS
     guard_tolerance: float = DEFAULT_GUARD_TOLERANCE
     validate_every: int = DEFAULT_VALIDATE_EVERY
@@ -175,22 +177,11 @@ class AdaptSettings:
                             % (self.layered_fraction,))
         if self.scales is not None:
             object.__setattr__(self, "scales", _scales(self.scales))
-        _check_guard(self.guard, self.guard_pairs, self.guard_tolerance)
+        check_settings(self.guard, self.guard_pairs, self.guard_tolerance, self.guard_candidates)
         integer("validate_every", 1, 10 ** 6, self.validate_every)
         if not (isinstance(self.val_fraction, float) and 0 < self.val_fraction < 0.5):
             raise UserError("val_fraction must be above 0 and below 0.5, got %r"
                             % (self.val_fraction,))
-
-
-def _check_guard(guard, pairs, tolerance):
-    """Raises a one-line :class:`UserError` for bad guard settings."""
-    if not isinstance(guard, bool):
-        raise UserError("guard must be True or False, got %r" % (guard,))
-    if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= 100:
-        raise UserError("guard_pairs must be an integer from 1 to 100, got %r" % (pairs,))
-    if isinstance(tolerance, bool) or not (isinstance(tolerance, (int, float)) and
-                                           -1 <= tolerance <= 1):
-        raise UserError("guard_tolerance must be from -1 to 1, got %r" % (tolerance,))
 
 
 def rehearsal_clips(source, log=print):
@@ -302,11 +293,12 @@ def adapt(sources, out, model=None, settings=None, log=print, progress=True):
     try:
         config = _config(source_config, sources, settings, os.path.join(scratch, "run"), prefix,
                          log)
-        record, best, held = _train(config, settings, log, progress)
+        record, candidates, held = _train(config, settings, log, progress)
         record.update(source_model=portable(prefix), clips=sources,
                       recipe=_recipe(settings, config), guard=None)
+        best = candidates[0]["prefix"] if candidates else None
         if best is not None and settings.guard:
-            best = _guard(record, prefix, best, held, settings, log)
+            best = _guard(record, prefix, candidates, held, settings, log)
         if best is None:  # never worse: the source model as it was
             export_model(prefix, out, notes="vidcorr-adapt: not adapted (%s)" % record["reason"],
                          interpolation=False, log=lambda m: None, extra={"adaptation": record})
@@ -347,6 +339,7 @@ def _recipe(settings, config):
             "loss": t.loss, "census_weight": t.census_weight, "smooth_weight": t.smooth_weight,
             "layered_fraction": d.layered_fraction, "scales": list(d.scales),
             "validate_every": settings.validate_every, "guard": settings.guard,
+            "guard_candidates": settings.guard_candidates,
             "guard_pairs": settings.guard_pairs, "guard_tolerance": settings.guard_tolerance,
             "minutes": settings.minutes, "steps": settings.steps}
 
@@ -363,24 +356,31 @@ def _summary(record):
     return "not adapted: %s; the source model's weights are written unchanged" % record["reason"]
 
 
-def _guard(record, source, best, held, settings, log):
-    """Runs the guard into ``record``; returns ``best``, or None where it failed."""
-    from vidcorr.evaluation.guard import compare
+def _guard(record, source, candidates, held, settings, log):
+    """Runs the guard into ``record``; returns the chosen candidate's prefix, or None."""
+    from vidcorr.evaluation.guard import choose
 
+    end = (None if settings.steps is not None  # the budget's end: the training's time kept
+           else time.time() + 60.0 * settings.minutes - record["seconds"])
     try:
-        record["guard"] = compare(source, best, held, settings.guard_pairs,
-                                  settings.guard_tolerance, log=log)
+        index, record["guard"] = choose(
+            source, [(c["step"], c["prefix"]) for c in candidates], held, settings.guard_pairs,
+            settings.guard_tolerance, deadline=end, log=log)
     except KeyboardInterrupt:  # Ctrl-C keeps the best so far: by PSNR, unchecked, and said
         log("guard interrupted: the best weights by held-back PSNR are written unchecked")
         record["guard"] = {"interrupted": True}
-        return best
-    if record["guard"]["passed"]:
-        return best
+        return candidates[0]["prefix"]
+    if index is not None:
+        chosen = candidates[index]
+        record.update(best_step=chosen["step"], validation_psnr_after=round(chosen["psnr"], 3),
+                      test_psnr_after=_rounded(chosen["test_psnr"]))
+        return chosen["prefix"]
     record.update(adapted=False, validation_psnr_after=record["validation_psnr_before"],
                   test_psnr_after=record["test_psnr_before"],
                   reason="it matched large motion worse than the source model (acc@5 %.3f "
-                         "against %.3f on layered pairs of held-back frames)"
-                         % (record["guard"]["adapted_acc5"], record["guard"]["source_acc5"]))
+                         "against %.3f on layered pairs of held-back frames; %d step(s) tried)"
+                         % (record["guard"]["adapted_acc5"], record["guard"]["source_acc5"],
+                            len(record["guard"]["tried"])))
     return None
 
 
@@ -393,24 +393,21 @@ def _deadline(settings, start):
     return start + budget - (min(seconds, share * budget) if settings.guard else 0.0)
 
 
-def _held_back(data):
-    """Each clip's held-back frames, ``[n, H, W, 3]`` uint8, as the data's split keeps them."""
-    return [np.asarray(data.videos[video][first:]) for video, first, _ in data.val_ranges]
-
-
 def _rounded(value):
     return None if value is None or not math.isfinite(value) else round(value, 3)
 
 
 def _train(config, settings, log, progress):
-    """Trains under the budget; returns ``(record, best checkpoint prefix or None, the
-    held-back frames)``."""
+    """Trains under the budget; returns ``(record, candidates, the held-back frames)``, the
+    candidates (the guard's) the best validations that beat the source model, best first,
+    each a dict of ``step``, ``psnr``, ``test_psnr`` and its checkpoint's ``prefix``."""
     from vidcorr.training.adapting import AdaptTrainer
 
     start = time.time()  # the budget counts the loading and building too
     trainer = AdaptTrainer(config, _deadline(settings, start), log=log, progress=progress,
                            start=start, decay=settings.decay, anchor=settings.anchor,
-                           average=settings.average, warmup=settings.warmup)
+                           average=settings.average, warmup=settings.warmup,
+                           keep=settings.guard_candidates if settings.guard else 1)
     try:
         trainer.setup()
         before = trainer.validate()
@@ -436,8 +433,12 @@ def _train(config, settings, log, progress):
                                 % (before["select_psnr"], MIN_GAIN_DB, trainer.best_psnr))
             record["validation_psnr_after"] = record["validation_psnr_before"]
             record["test_psnr_after"] = record["test_psnr_before"]
-            return record, None, None
-        return record, trainer.save_best(), _held_back(trainer.data)
+            return record, [], None
+        candidates = [dict(step=k["step"], psnr=k["psnr"], test_psnr=k["test_psnr"],
+                           prefix=trainer.save_best(rank))
+                      for rank, k in enumerate(trainer.kept)
+                      if k["psnr"] - before["select_psnr"] >= MIN_GAIN_DB]
+        return record, candidates, trainer.held_back_frames()
     except BaseException:
         trainer.abandon()
         raise

@@ -361,6 +361,18 @@ def _recipe_arguments(parser):
                         "model's recipe)")
 
 
+def _guard_arguments(parser):
+    """vidcorr-adapt's options of the guard on large motion."""
+    from vidcorr.apps.adapt import DEFAULT_GUARD_CANDIDATES, DEFAULT_GUARD_TOLERANCE
+    parser.add_argument("--no-guard", action="store_true",
+                        help="write the best weights by PSNR without checking that they still "
+                             "match large motion as well as the source model")
+    parser.add_argument("--guard-tolerance", type=float, default=DEFAULT_GUARD_TOLERANCE, help=(
+        "the most acc@5 on large motion the adapted model may lose (default %(default)s)"))
+    parser.add_argument("--guard-candidates", type=int, default=DEFAULT_GUARD_CANDIDATES, help=(
+        "the best validations the guard tries, best first, 1 to 10 (default %(default)s)"))
+
+
 def adapt_main(argv=None):
     """Fine-tune a model on your own footage (no labels needed) and write a model folder.
 
@@ -369,12 +381,12 @@ def adapt_main(argv=None):
 
     Trains on triplets of the clips with the model's own self-supervised recipe, judged
     by the interpolation PSNR on the end of each clip, held back; keeps the best weights,
-    and writes the source model unchanged if adaptation does not beat it, or if the best
-    weights match large motion worse (layered pairs of the held-back frames, known motion).
+    and writes the source model unchanged if adaptation does not beat it, or if none of the
+    best weights matches large motion as well (layered pairs of the held-back frames).
     Ctrl-C ends the training and keeps the best so far."""
     from vidcorr.apps.adapt import (DEFAULT_ANCHOR, DEFAULT_AVERAGE, DEFAULT_LEARNING_RATE,
-                                    DEFAULT_GUARD_TOLERANCE, DEFAULT_MINUTES, DEFAULT_MIX,
-                                    DEFAULT_VALIDATE_EVERY, DEFAULT_WARMUP)
+                                    DEFAULT_MINUTES, DEFAULT_MIX, DEFAULT_VALIDATE_EVERY,
+                                    DEFAULT_WARMUP)
     parser = argparse.ArgumentParser(description=inspect.cleandoc(adapt_main.__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sources", nargs="+", help="video files or frame folders")
@@ -403,12 +415,7 @@ def adapt_main(argv=None):
     _recipe_arguments(parser)
     parser.add_argument("--validate-every", type=int, default=DEFAULT_VALIDATE_EVERY,
                         help="steps between validations (default %(default)s)")
-    parser.add_argument("--no-guard", action="store_true",
-                        help="write the best weights by PSNR without checking that they still "
-                             "match large motion as well as the source model")
-    parser.add_argument("--guard-tolerance", type=float, default=DEFAULT_GUARD_TOLERANCE,
-                        help="the most acc@5 on large motion the adapted model may lose "
-                             "(default %(default)s)")
+    _guard_arguments(parser)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log")
@@ -433,6 +440,7 @@ def _adapt(args):
             max_height=args.max_height, batch_size=args.batch_size,
             layered_fraction=args.layered_fraction, scales=args.scales,
             guard=not args.no_guard, guard_tolerance=args.guard_tolerance,
+            guard_candidates=args.guard_candidates,
             validate_every=args.validate_every, seed=args.seed)
         return adapt(args.sources, args.out, args.model, settings,
                      log=lambda m: print(m, file=sys.stderr), progress=not args.no_progress)

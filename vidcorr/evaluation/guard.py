@@ -10,9 +10,10 @@ its background and an ellipse cut from another in front, moving 4.3 and 7.3 px p
 known motion. Frames 0 and 2 of each are matched by the model with the default read-out
 on a ``GUARD_STRIDE`` grid of the middle frame, and the points seen in all three frames
 are scored: a hit is a valid match within ``GUARD_PIXELS`` of the truth in both frames,
-an invalid match is a miss. :func:`compare` scores the source model and the adapted one
-on the same clips; the adaptation keeps the adapted model only if it loses at most
-``tolerance`` of that share.
+an invalid match is a miss. :func:`choose` scores the source model and the adapted
+candidates (the best validations' weights, best first) on the same clips and picks the
+first that loses at most ``tolerance`` of that share; none, and the adaptation writes the
+source model.
 
 The held-back frames are those adaptation never trains on nor takes layered textures
 from, so the clips are new to both models.
@@ -22,11 +23,12 @@ import time
 
 import numpy as np
 
+from vidcorr.errors import UserError
 from vidcorr.io.video import resize_float
 from vidcorr.tracking.clips import Layer, LayeredClip, LayerMotion
 
 __all__ = ["GUARD_MOTION", "GUARD_PIXELS", "GUARD_STRIDE", "layered_clip", "guard_clips",
-           "rendered", "match_score", "compare"]
+           "rendered", "match_score", "check_settings", "choose"]
 
 GUARD_MOTION = (LayerMotion(velocity=(4.0, -1.5)), LayerMotion(velocity=(-7.0, 2.0)))
 GUARD_PIXELS = 5.0  # a hit is within this in both frames
@@ -111,42 +113,78 @@ def match_score(matcher, pairs, stride=GUARD_STRIDE, truths=None):
     return hits, points
 
 
-def compare(source, adapted, held, pairs, tolerance, threads=None, log=print):
-    """Scores the source and the adapted model on the same layered clips.
+def check_settings(guard, pairs, tolerance, candidates):
+    """Raises a one-line :class:`UserError` for bad guard settings (:func:`choose`'s)."""
+    if not isinstance(guard, bool):
+        raise UserError("guard must be True or False, got %r" % (guard,))
+    for name, value, high in (("guard_pairs", pairs, 100), ("guard_candidates", candidates, 10)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise UserError("%s must be an integer from 1 to %d, got %r" % (name, high, value))
+    if isinstance(tolerance, bool) or not (isinstance(tolerance, (int, float)) and
+                                           -1 <= tolerance <= 1):
+        raise UserError("guard_tolerance must be from -1 to 1, got %r" % (tolerance,))
+
+
+def _share(model, clips, truths, threads):
+    """The share of :func:`match_score`'s points that ``model`` hits."""
+    from vidcorr.readout.matching import Matcher
+
+    matcher = Matcher(model, threads=threads, max_seconds=0)
+    try:
+        hits, points = match_score(matcher, clips, truths=truths)
+    finally:
+        matcher.close()
+    return hits / float(max(points, 1)), points
+
+
+def choose(source, candidates, held, pairs, tolerance, threads=None, deadline=None,
+           log=print):
+    """The first candidate, in the order given, that matches large motion about as well as
+    the source model, all scored on the same layered clips.
 
     Args:
       source: the source model (checkpoint prefix, model folder or run).
-      adapted: the adapted model.
+      candidates: ``[(step, model)]``, the adapted weights best first (by held-back PSNR).
       held: held-back frames per clip (see :func:`guard_clips`).
       pairs: the number of layered clips.
-      tolerance: the most of the hit share the adapted model may lose.
+      tolerance: the most of the hit share a candidate may lose against the source.
       threads: the matchers' intra-op threads (None: TensorFlow's choice).
+      deadline: after the first candidate, another is scored only if the last one's time
+        still fits before this (``time.time()`` seconds; None: no limit).
       log: print-like.
 
     Returns:
-      The card's ``guard`` record: ``pairs``, ``points``, ``source_acc5``,
-      ``adapted_acc5``, ``tolerance``, ``passed`` and ``seconds``.
+      ``(index, record)``: the chosen candidate's index in ``candidates`` or None, and the
+      card's ``guard`` record: ``pairs``, ``points``, ``motion_px_per_frame``,
+      ``source_acc5``, ``tried`` (``[{"step", "acc5"}]`` in the order scored),
+      ``adapted_acc5`` (the chosen one's, else the first's), ``chosen_step``,
+      ``tolerance``, ``passed`` and ``seconds``.
     """
-    from vidcorr.readout.matching import Matcher
-
     start = time.time()
-    clips = rendered(guard_clips(held, pairs))
-    shares, truths = [], {}
-    for model in (source, adapted):
-        matcher = Matcher(model, threads=threads, max_seconds=0)
-        try:
-            hits, points = match_score(matcher, clips, truths=truths)
-        finally:
-            matcher.close()
-        shares.append(hits / float(max(points, 1)))
+    clips, truths = rendered(guard_clips(held, pairs)), {}
+    source_share, points = _share(source, clips, truths, threads)
     speeds = [round(float(np.hypot(*m.velocity)), 1) for m in GUARD_MOTION]
-    # a loss of exactly the tolerance passes (the shares are fractions of one count)
-    passed = bool(shares[1] >= shares[0] - tolerance - 1e-9)
+    log("guard: large motion on %d layered pairs of held-back frames (%d points): the source "
+        "model's acc@5 %.3f" % (pairs, points, source_share))
+    tried, chosen = [], None
+    for index, (step, model) in enumerate(candidates):
+        began = time.time()
+        share = _share(model, clips, truths, threads)[0]
+        tried.append({"step": int(step), "acc5": round(share, 4)})
+        # a loss of exactly the tolerance passes (the shares are fractions of one count)
+        passed = share >= source_share - tolerance - 1e-9
+        log("guard: the weights of step %d: acc@5 %.3f (%s)" % (
+            step, share, "kept" if passed else "worse by more than %g" % tolerance))
+        if passed:
+            chosen = index
+            break
+        now = time.time()
+        if deadline is not None and now + (now - began) > deadline:
+            break
     record = {"pairs": int(pairs), "points": int(points), "motion_px_per_frame": speeds,
-              "source_acc5": round(shares[0], 4), "adapted_acc5": round(shares[1], 4),
-              "tolerance": tolerance, "passed": passed,
+              "source_acc5": round(source_share, 4), "tried": tried,
+              "adapted_acc5": tried[-1 if chosen is not None else 0]["acc5"] if tried else None,
+              "chosen_step": None if chosen is None else tried[-1]["step"],
+              "tolerance": tolerance, "passed": chosen is not None,
               "seconds": round(time.time() - start, 1)}
-    log("guard: large motion on %d layered pairs of held-back frames (%d points): acc@5 "
-        "%.3f -> %.3f (%s)" % (pairs, points, shares[0], shares[1],
-                               "kept" if record["passed"] else "worse by more than %g" % tolerance))
-    return record
+    return chosen, record

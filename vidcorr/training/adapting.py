@@ -124,15 +124,19 @@ class AdaptTrainer(Trainer):
       average: the weights' moving average's decay per step (0: none, validate and keep
         the weights themselves), below 1.
       warmup: steps of the learning rate's linear warm-up (0: none).
+      keep: how many of the best validations' weights to keep (the guard of
+        :mod:`vidcorr.apps.adapt` may choose among them), at least 1.
 
     Attributes:
       best_psnr: the best PSNR seen on the selecting half of the held-back triplets (dB);
         ``best_step`` its step; ``best_test_psnr`` the other half's then; ``best_values``
         its network variables' values (None until :meth:`consider`).
+      kept: the ``keep`` best validations, best first, each a dict of ``psnr``, ``step``,
+        ``test_psnr`` and ``values`` (one per step).
     """
 
     def __init__(self, config, deadline=None, log=None, progress=True, start=None, decay=True,
-                 anchor=0.0, average=0.0, warmup=0):
+                 anchor=0.0, average=0.0, warmup=0, keep=1):
         super(AdaptTrainer, self).__init__(config, log=log, progress=progress)
         self.warmup = int(warmup)
         if self.warmup < 0:
@@ -143,6 +147,9 @@ class AdaptTrainer(Trainer):
             raise ValueError("average must be in [0, 1), got %r" % (average,))
         self.averages = None
         self.start = time.time() if start is None else start
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError("keep must be an integer of at least 1, got %r" % (keep,))
+        self.keep, self.kept = keep, []
         self.best_psnr, self.best_step, self.best_values = float("-inf"), 0, None
         self.best_test_psnr = self._last_prediction = None
 
@@ -238,12 +245,22 @@ class AdaptTrainer(Trainer):
         return result
 
     def consider(self, result, step):
-        """Keeps the current weights if ``result["select_psnr"]`` beats the best so far."""
-        if result["select_psnr"] > self.best_psnr:
-            self.best_psnr, self.best_step = float(result["select_psnr"]), int(step)
-            self.best_test_psnr = result["test_psnr"]
-            self.best_values = self.sess.run(self.averages if self.averages is not None
-                                             else self.network_variables)
+        """Keeps the current weights if ``result["select_psnr"]`` is among the ``keep`` best
+        so far (a step already kept is not kept twice; of equal PSNRs the earlier step
+        leads)."""
+        psnr = float(result["select_psnr"])
+        if any(k["step"] == int(step) for k in self.kept) or (
+                len(self.kept) == self.keep and psnr <= self.kept[-1]["psnr"]):
+            return
+        values = self.sess.run(self.averages if self.averages is not None
+                               else self.network_variables)
+        self.kept.append({"psnr": psnr, "step": int(step), "test_psnr": result["test_psnr"],
+                          "values": values})
+        self.kept.sort(key=lambda k: (-k["psnr"], k["step"]))
+        del self.kept[self.keep:]
+        best = self.kept[0]
+        self.best_psnr, self.best_step, self.best_test_psnr, self.best_values = (
+            best["psnr"], best["step"], best["test_psnr"], best["values"])
 
     def _load(self, values):
         """Sets every network variable to ``values`` (in ``network_variables``' order), in
@@ -253,12 +270,20 @@ class AdaptTrainer(Trainer):
         5-minute budget)."""
         self.sess.run(self._assign_values, dict(zip(self._value_feeds, values)))
 
-    def save_best(self):
-        """Writes the best weights as a checkpoint in the run folder (with its
-        ``config.json``); returns its prefix."""
+    def held_back_frames(self):
+        """Each clip's held-back frames, ``[n, H, W, 3]`` uint8, as the data's split keeps
+        them."""
+        data = self.data
+        return [np.asarray(data.videos[video][first:]) for video, first, _ in data.val_ranges]
+
+    def save_best(self, rank=0):
+        """Writes the best weights (``rank`` 1: the second best of :attr:`kept`, ...) as a
+        checkpoint in the run folder (with its ``config.json``); returns its prefix."""
+        kept = self.kept[rank]
         with self.graph.as_default():
-            self._load(self.best_values)
-            self.global_step.load(self.best_step, self.sess)  # the step the card names
-            saver = tf.train.Saver(self.network_variables + [self.global_step])
+            self._load(kept["values"])
+            self.global_step.load(kept["step"], self.sess)  # the step the card names
+            saver = tf.train.Saver(self.network_variables + [self.global_step],
+                                   max_to_keep=None)
             return saver.save(self.sess, os.path.join(self.run_dir, BEST_NAME),
-                              global_step=self.best_step, write_meta_graph=False)
+                              global_step=kept["step"], write_meta_graph=False)
