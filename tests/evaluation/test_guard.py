@@ -57,8 +57,15 @@ def test_exact_matches_hit_every_point_seen_and_misses_count():
 def test_the_truth_is_computed_once_for_every_model_scored():
     clips = rendered(guard_clips([_frames(5)], 2))
     calls = []
+
+    def counted(truth):
+        def inner(queries):
+            calls.append(len(queries))
+            return truth(queries)
+        return inner
+
     for clip, _, _ in clips:
-        clip.truth = (lambda truth: lambda q: calls.append(len(q)) or truth(q))(clip.truth)
+        clip.truth = counted(clip.truth)
     truths = {}
     first = match_score(_TruthMatcher((48, 96)), clips, stride=4, truths=truths)
     assert calls == [288, 288] and sorted(truths) == [0, 1]

@@ -181,9 +181,10 @@ def choose(source, candidates, held, pairs, tolerance, threads=None, deadline=No
         now = time.time()
         if deadline is not None and now + (now - began) > deadline:
             break
+    shown = tried[-1] if chosen is not None else (tried[0] if tried else {})  # or the best's
     record = {"pairs": int(pairs), "points": int(points), "motion_px_per_frame": speeds,
               "source_acc5": round(source_share, 4), "tried": tried,
-              "adapted_acc5": tried[-1 if chosen is not None else 0]["acc5"] if tried else None,
+              "adapted_acc5": shown.get("acc5"),
               "chosen_step": None if chosen is None else tried[-1]["step"],
               "tolerance": tolerance, "passed": chosen is not None,
               "seconds": round(time.time() - start, 1)}

@@ -128,11 +128,11 @@ class AdaptTrainer(Trainer):
         :mod:`vidcorr.apps.adapt` may choose among them), at least 1.
 
     Attributes:
-      best_psnr: the best PSNR seen on the selecting half of the held-back triplets (dB);
-        ``best_step`` its step; ``best_test_psnr`` the other half's then; ``best_values``
-        its network variables' values (None until :meth:`consider`).
       kept: the ``keep`` best validations, best first, each a dict of ``psnr``, ``step``,
         ``test_psnr`` and ``values`` (one per step).
+      best_psnr: the best PSNR seen on the selecting half of the held-back triplets (dB;
+        -inf until :meth:`consider`); ``best_step`` its step; ``best_test_psnr`` the other
+        half's then; ``best_values`` its network variables' values: the first of ``kept``.
     """
 
     def __init__(self, config, deadline=None, log=None, progress=True, start=None, decay=True,
@@ -150,8 +150,7 @@ class AdaptTrainer(Trainer):
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise ValueError("keep must be an integer of at least 1, got %r" % (keep,))
         self.keep, self.kept = keep, []
-        self.best_psnr, self.best_step, self.best_values = float("-inf"), 0, None
-        self.best_test_psnr = self._last_prediction = None
+        self._last_prediction = None
 
     def _learning_rate(self):
         """The recipe's rate, decayed over the time budget (:func:`budget_decay`), after the
@@ -258,9 +257,14 @@ class AdaptTrainer(Trainer):
                           "values": values})
         self.kept.sort(key=lambda k: (-k["psnr"], k["step"]))
         del self.kept[self.keep:]
-        best = self.kept[0]
-        self.best_psnr, self.best_step, self.best_test_psnr, self.best_values = (
-            best["psnr"], best["step"], best["test_psnr"], best["values"])
+
+    def _best(self, key, default):
+        return self.kept[0][key] if self.kept else default
+
+    best_psnr = property(lambda self: self._best("psnr", float("-inf")))
+    best_step = property(lambda self: self._best("step", 0))
+    best_test_psnr = property(lambda self: self._best("test_psnr", None))
+    best_values = property(lambda self: self._best("values", None))
 
     def _load(self, values):
         """Sets every network variable to ``values`` (in ``network_variables``' order), in
