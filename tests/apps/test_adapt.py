@@ -179,6 +179,29 @@ def test_the_guard_writes_the_next_best_weights_that_pass(trained_tiny, tmp_path
     assert not all(np.array_equal(v, written[n]) for n, v in values[1].items())
 
 
+def test_the_guard_ends_where_the_budget_that_began_with_the_loading_ends(monkeypatch):
+    """The guard's deadline is the budget's end, counted from the start of the loading
+    (not rebuilt from the training's rounded seconds); with ``steps`` there is none."""
+    from vidcorr.apps import adapt as adapt_module
+    from vidcorr.evaluation import guard
+
+    deadlines = []
+
+    def choose(source, candidates, held, pairs, tolerance, deadline=None, log=None):
+        deadlines.append(deadline)
+        return 0, {"tried": [{"step": 7, "acc5": 0.9}], "chosen_step": 7}
+
+    monkeypatch.setattr(guard, "choose", choose)
+    candidates = [{"step": 7, "psnr": 30.0, "test_psnr": None, "prefix": "best.ckpt-7"}]
+    for settings, want in ((AdaptSettings(minutes=2.5), 1000.0 + 150.0),
+                           (AdaptSettings(steps=5), None)):
+        record = {"seconds": 99.96}
+        got = adapt_module._guard(record, "source", candidates, [], settings, 1000.0,
+                                  lambda m: None)
+        assert got == "best.ckpt-7" and record["best_step"] == 7
+        assert deadlines[-1] == want
+
+
 def test_bad_input_is_one_line_before_any_training(trained_tiny, tmp_path, capsys):
     config, _ = trained_tiny
     run = config.train.run_dir

@@ -222,7 +222,10 @@ def test_the_best_validations_are_kept_best_first_and_each_can_be_saved(tmp_path
             [(10, 21.0, 20.0), (20, 20.5, 19.5)]
         assert (trainer.best_step, trainer.best_psnr, trainer.best_test_psnr) == (10, 21.0, 20.0)
         np.testing.assert_array_equal(trainer.best_values[0], start + 10)
-        second, best = trainer.save_best(1), trainer.save_best()
+        second = trainer.save_best(1)
+        ops = len(trainer.graph.get_operations())
+        best = trainer.save_best()
+        assert len(trainer.graph.get_operations()) == ops  # one saver for every save
         assert os.path.basename(second) == "best.ckpt-20" and os.path.basename(best) == \
             "best.ckpt-10"
         for prefix, step in ((second, 20), (best, 10)):  # both still there

@@ -293,12 +293,13 @@ def adapt(sources, out, model=None, settings=None, log=print, progress=True):
     try:
         config = _config(source_config, sources, settings, os.path.join(scratch, "run"), prefix,
                          log)
-        record, candidates, held = _train(config, settings, log, progress)
+        start = time.time()  # the budget counts the loading and building too
+        record, candidates, held = _train(config, settings, start, log, progress)
         record.update(source_model=portable(prefix), clips=sources,
                       recipe=_recipe(settings, config), guard=None)
         best = candidates[0]["prefix"] if candidates else None
         if best is not None and settings.guard:
-            best = _guard(record, prefix, candidates, held, settings, log)
+            best = _guard(record, prefix, candidates, held, settings, start, log)
         if best is None:  # never worse: the source model as it was
             export_model(prefix, out, notes="vidcorr-adapt: not adapted (%s)" % record["reason"],
                          interpolation=False, log=lambda m: None, extra={"adaptation": record})
@@ -356,12 +357,12 @@ def _summary(record):
     return "not adapted: %s; the source model's weights are written unchanged" % record["reason"]
 
 
-def _guard(record, source, candidates, held, settings, log):
-    """Runs the guard into ``record``; returns the chosen candidate's prefix, or None."""
+def _guard(record, source, candidates, held, settings, start, log):
+    """Runs the guard into ``record`` within the budget that began at ``start``; returns the
+    chosen candidate's prefix, or None."""
     from vidcorr.evaluation.guard import choose
 
-    end = (None if settings.steps is not None  # the budget's end: the training's time kept
-           else time.time() + 60.0 * settings.minutes - record["seconds"])
+    end = None if settings.steps is not None else start + 60.0 * settings.minutes
     try:
         index, record["guard"] = choose(
             source, [(c["step"], c["prefix"]) for c in candidates], held, settings.guard_pairs,
@@ -397,13 +398,12 @@ def _rounded(value):
     return None if value is None or not math.isfinite(value) else round(value, 3)
 
 
-def _train(config, settings, log, progress):
-    """Trains under the budget; returns ``(record, candidates, the held-back frames)``, the
+def _train(config, settings, start, log, progress):
+    """Trains under the budget that began at ``start``; returns ``(record, candidates, the held-back frames)``, the
     candidates (the guard's) the best validations that beat the source model, best first,
     each a dict of ``step``, ``psnr``, ``test_psnr`` and its checkpoint's ``prefix``."""
     from vidcorr.training.adapting import AdaptTrainer
 
-    start = time.time()  # the budget counts the loading and building too
     trainer = AdaptTrainer(config, _deadline(settings, start), log=log, progress=progress,
                            start=start, decay=settings.decay, anchor=settings.anchor,
                            average=settings.average, warmup=settings.warmup,

@@ -151,6 +151,7 @@ class AdaptTrainer(Trainer):
             raise ValueError("keep must be an integer of at least 1, got %r" % (keep,))
         self.keep, self.kept = keep, []
         self._last_prediction = None
+        self._best_saver = None  # built on the first save_best, then reused
 
     def _learning_rate(self):
         """The recipe's rate, decayed over the time budget (:func:`budget_decay`), after the
@@ -287,7 +288,8 @@ class AdaptTrainer(Trainer):
         with self.graph.as_default():
             self._load(kept["values"])
             self.global_step.load(kept["step"], self.sess)  # the step the card names
-            saver = tf.train.Saver(self.network_variables + [self.global_step],
-                                   max_to_keep=None)
-            return saver.save(self.sess, os.path.join(self.run_dir, BEST_NAME),
+            if self._best_saver is None:
+                self._best_saver = tf.train.Saver(self.network_variables + [self.global_step],
+                                                  max_to_keep=None)
+            return self._best_saver.save(self.sess, os.path.join(self.run_dir, BEST_NAME),
                               global_step=kept["step"], write_meta_graph=False)
