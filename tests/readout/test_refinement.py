@@ -327,3 +327,43 @@ def test_a_constancy_terms_quadratic_form_is_its_mean_squared_residual():
         const = lambda a: tf.constant(a.astype(np.float32))  # noqa: E731
         got = sess.run(_energy(_quadratic(const(gx), const(gy), const(gz)), const(du)))
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("size", [(6, 8), (5, 7)])
+def test_a_packed_sweep_is_red_black_sor_on_the_pixel_grid(size):
+    """The sweeps run on the field packed by colour (odd sizes padded); one sweep must be
+    red-black SOR on the pixel grid, computed directly in numpy (float64): each pixel of
+    one colour, then of the other, solves its 2x2 system ``(A + S)(U* - u) = b - S u +
+    sum_n w_n U_n`` given its neighbours, and moves ``omega`` of the way to ``U*``."""
+    from vidcorr.readout.refinement import OMEGA, _pack, _sor_sweep, _sor_system, _unpack
+
+    rng = np.random.RandomState(5)
+    b, h, w = (2,) + size
+    u = rng.randn(2, b, h, w)
+    field = u + 0.3 * rng.randn(2, b, h, w)
+    a11, a22 = rng.rand(2, b, h, w) + 0.5
+    a12, b1, b2 = 0.2 * rng.randn(b, h, w), rng.randn(b, h, w), rng.randn(b, h, w)
+    right, down = rng.rand(b, h, w), rng.rand(b, h, w)
+    right[:, :, -1], down[:, -1] = 0.0, 0.0  # no edge past the border
+    left = np.concatenate([np.zeros((b, h, 1)), right[:, :, :-1]], axis=2)
+    up = np.concatenate([np.zeros((b, 1, w)), down[:, :-1]], axis=1)
+    total = right + left + down + up
+    matrix = np.stack([np.stack([a11 + total, a12], -1), np.stack([a12, a22 + total], -1)], -2)
+    want = field.copy()
+    colour = np.add.outer(np.arange(h), np.arange(w)) % 2  # 0: red, first
+    for moved in (0, 1):
+        padded = np.pad(want, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        nb = (right * padded[:, :, 1:-1, 2:] + left * padded[:, :, 1:-1, :-2] +
+              down * padded[:, :, 2:, 1:-1] + up * padded[:, :, :-2, 1:-1])
+        rhs = np.stack([b1, b2]) - total * u + nb  # [2, B, H, W]
+        target = u + np.moveaxis(np.linalg.solve(matrix, np.moveaxis(rhs, 0, -1)[..., None])
+                                 [..., 0], -1, 0)
+        want = np.where(colour == moved, want + OMEGA * (target - want), want)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        const = lambda a: tf.constant(np.asarray(a, np.float32))  # noqa: E731
+        odd = const(np.broadcast_to(np.arange(w) % 2, (b, h, w)))
+        shared = _sor_system(const(u), [const(a) for a in (a11, a12, a22, b1, b2)],
+                             (const(right), const(down)), odd)
+        fields = _sor_sweep(_pack(const(field)), shared)
+        got = sess.run(_unpack(fields[0], fields[1], tf.shape(const(field))))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -67,7 +67,9 @@ def bilinear_sample(images, x, y):
     def tap(rows, cols):
         return tf.gather(flat, base + rows * width + cols)  # [B, h, w, C]
 
-    # as three interpolations: three broadcasting products, not six (slow on a CPU)
+    # as three interpolations, their fractions repeated over the channels once: products of
+    # one shape (a broadcasting product is several times slower on a CPU, onnxruntime's most)
+    fx, fy = (tf.concat([f] * int(images.shape[-1]), axis=3) for f in (fx, fy))  # [B, h, w, C]
     top, low = tap(y0, x0), tap(y1, x0)  # [B, h, w, C]
     top = top + fx * (tap(y0, x1) - top)
     low = low + fx * (tap(y1, x1) - low)

@@ -97,6 +97,15 @@ def _next(f, axis):
     return tf.concat([f[tuple(rest)], f[tuple(last)]], axis=axis)
 
 
+def _channel_mean(x):
+    """The mean of ``x [C, B, H, W]`` over its channels, ``[B, H, W]``: as a product with a
+    ``[1, C]`` row (onnxruntime reduces a leading axis several times slower than that)."""
+    s = tf.shape(x)
+    channels = int(x.shape[0])
+    row = tf.constant(np.full([1, channels], 1.0 / channels, np.float32))
+    return tf.reshape(tf.matmul(row, tf.reshape(x, [channels, -1])), s[1:])
+
+
 def _quadratic(gx, gy, gz):
     """A linearised constancy constraint ``gz + gx du + gy dv = 0`` per colour channel
     (each ``[C, B, H, W]``), normalised by ``sqrt(gx^2 + gy^2 + zeta^2)`` (DeepFlow's
@@ -106,7 +115,7 @@ def _quadratic(gx, gy, gz):
     least-squares system). The channels lead, so their mean is over the outer axis."""
     scale = tf.rsqrt(gx * gx + gy * gy + ZETA ** 2)  # [C, B, H, W]
     gx, gy, gz = gx * scale, gy * scale, gz * scale
-    mean = lambda a, b: tf.reduce_mean(a * b, axis=0)  # noqa: E731
+    mean = lambda a, b: _channel_mean(a * b)  # noqa: E731
     return (mean(gx, gx), mean(gx, gy), mean(gy, gy), -mean(gx, gz), -mean(gy, gz),
             mean(gz, gz))
 
@@ -163,12 +172,45 @@ def _smoothness_weights(field, alpha, last_x, last_y):
     down neighbours, ``(right, down)`` each ``[B, H, W]`` (0 where there is none)."""
     gx = _next(field, 3) - field  # forward differences, 0 past the border
     gy = _next(field, 2) - field
-    s = (0.5 * alpha) / tf.sqrt(tf.reduce_sum(gx * gx, axis=0) * last_x +
-                                tf.reduce_sum(gy * gy, axis=0) * last_y + EPSILON ** 2)
+    s = (0.5 * alpha) / tf.sqrt((gx[0] * gx[0] + gx[1] * gx[1]) * last_x +
+                                (gy[0] * gy[0] + gy[1] * gy[1]) * last_y + EPSILON ** 2)
     return s * last_x, s * last_y
 
 
-def _sor_system(u, system, edges, masks):
+def _pack(x):
+    """``x [N, B, H, W]`` as its red and black pixels (red: row + column even), each
+    ``[N, B, H', W' / 2]``: ``H, W`` rounded up to even (zeros added), and each row's pixels
+    of one colour side by side, so a half-sweep touches only the pixels it moves.
+
+    A pixel at column ``c`` is at packed column ``c // 2`` whatever its colour; so of its
+    neighbours (all of the other colour), the one above, below and the one in its column
+    pair share its packed column, and the other one along its row is the packed column
+    before (``c`` even) or after (``c`` odd)."""
+    s = tf.shape(x)
+    even = (s[2:] + 1) // 2  # half of H and W rounded up
+    x = tf.pad(x, [[0, 0], [0, 0], [0, 2 * even[0] - s[2]], [0, 2 * even[1] - s[3]]])
+    x = tf.reshape(x, [s[0], s[1], even[0], 2, even[1], 2])  # [N, B, H'/2, row, W'/2, column]
+    # each row's pixels by column parity, as contiguous rows: strided slices of the last
+    # axis are several times slower (onnxruntime's most)
+    x = tf.reshape(tf.transpose(x, [0, 1, 2, 3, 5, 4]), [s[0], s[1], even[0], 4, even[1]])
+    half = [s[0], s[1], 2 * even[0], even[1]]
+    # by (row, column) parity: red (0, 0) and (1, 1), black (0, 1) and (1, 0)
+    return (tf.reshape(tf.gather(x, [0, 3], axis=3), half),
+            tf.reshape(tf.gather(x, [1, 2], axis=3), half))
+
+
+def _unpack(red, black, shape):
+    """The ``[N, B, H, W]`` field (``shape``'s last two sizes) of :func:`_pack`'s halves."""
+    s = tf.shape(red)  # [N, B, H', W'/2]
+    pairs = [s[0], s[1], s[2] // 2, 2, s[3]]
+    x = tf.concat([tf.reshape(red, pairs), tf.reshape(black, pairs)], axis=3)  # [..., 4, W'/2]
+    x = tf.gather(x, [0, 2, 3, 1], axis=3)  # by (row, column) parity
+    x = tf.reshape(x, [s[0], s[1], s[2] // 2, 2, 2, s[3]])
+    x = tf.reshape(tf.transpose(x, [0, 1, 2, 3, 5, 4]), [s[0], s[1], s[2], 2 * s[3]])
+    return x[:, :, :shape[-2], :shape[-1]]
+
+
+def _sor_system(u, system, edges, odd_columns):
     """What the SOR sweeps of one fixed-point step share, for the full field ``U = u + du``.
 
     Each pixel solves ``(A + S) du = b + sum_n w_n U_n - S u`` for its 2x2 ``A`` (data
@@ -179,12 +221,14 @@ def _sor_system(u, system, edges, masks):
 
     The field's two components lead (``[2, B, H, W]``): swapping them is a cheap reverse
     of the outer axis, and every product of a sweep is between tensors of one shape
-    (TensorFlow's CPU kernels for broadcasting products are several times slower).
+    (TensorFlow's CPU kernels for broadcasting products are several times slower). The
+    sweeps run on the field packed by colour (:func:`_pack`), so their neighbours' weights
+    are by packed position: the neighbour in the pixel's column pair, the one before, after,
+    below and above (``odd_columns [B, H, W]`` 1 on odd columns).
 
     Returns:
-      ``(weights, steps)``: the edge weights to the right, left, down and up neighbours, each
-      ``[2, B, H, W]`` (both components), and per colour ``(keep, offset, p, q)``, each
-      ``[2, B, H, W]``, already scaled by ``omega`` and the colour's mask.
+      Per colour, red then black, ``(offset, p, q, weights)``: ``omega c``, ``omega p``,
+      ``omega q`` and the five neighbours' weights, each ``[2, B, H', W' / 2]``.
     """
     a11, a12, a22, b1, b2 = system
     right, down = edges  # [B, H, W]
@@ -193,27 +237,36 @@ def _sor_system(u, system, edges, masks):
     up = tf.concat([tf.zeros_like(down[:, :1]), down[:, :-1]], axis=1)
     total = right + left + down + up  # [B, H, W]
     m11, m22 = a11 + total, a22 + total
-    inv = 1.0 / (m11 * m22 - a12 * a12)  # the smoothness terms keep it positive
-    p = tf.stack([m22 * inv, m11 * inv])  # [2, B, H, W]
-    q = tf.stack([-a12 * inv] * 2)
-    rhs = tf.stack([b1 - total * u[0], b2 - total * u[1]])
-    c = u + p * rhs + q * tf.reverse(rhs, [0])  # [2, B, H, W]
-    steps = []
-    for mask in masks:
-        relax = OMEGA * mask  # [2, B, H, W]
-        steps.append((1.0 - relax, relax * c, relax * p, relax * q))
-    return [tf.stack([w, w]) for w in (right, left, down, up)], steps
+    inv = OMEGA / (m11 * m22 - a12 * a12)  # the smoothness terms keep it positive
+    p1, p2, q = m22 * inv, m11 * inv, -a12 * inv  # omega M^-1
+    r1, r2 = b1 - total * u[0], b2 - total * u[1]
+    even_columns = 1.0 - odd_columns
+    pair = even_columns * right + odd_columns * left  # the neighbour in the column pair
+    parts = tf.stack([OMEGA * u[0] + p1 * r1 + q * r2, OMEGA * u[1] + q * r1 + p2 * r2,
+                      p1, p2, q, pair, even_columns * left, odd_columns * right, down, up])
+    shared = []
+    for half in _pack(parts):  # [10, B, H', W'/2]
+        two = [tf.stack([half[k], half[k]]) for k in range(4, 10)]  # both components
+        shared.append((half[:2], half[2:4], two[0], two[1:]))
+    return shared
 
 
-def _sor_sweep(field, shared):
-    """One red-black block-SOR sweep over the full field ``U [2, B, H, W]``."""
-    (right, left, down, up), steps = shared
-    for keep, offset, p, q in steps:
-        padded = tf.pad(field, [[0, 0], [0, 0], [1, 1], [1, 1]])  # zeros: no edge there
-        nb = tf.add_n([right * padded[:, :, 1:-1, 2:], left * padded[:, :, 1:-1, :-2],
-                       down * padded[:, :, 2:, 1:-1], up * padded[:, :, :-2, 1:-1]])
-        field = tf.add_n([keep * field, offset, p * nb, q * tf.reverse(nb, [0])])
-    return field
+def _half_sweep(field, other, shared):
+    """One colour's pixels ``field [2, B, H', W' / 2]`` moved by their neighbours, the
+    other colour's ``other``."""
+    offset, p, q, (pair, before, after, down, up) = shared
+    padded = tf.pad(other, [[0, 0], [0, 0], [1, 1], [1, 1]])  # zeros: no edge there
+    nb = tf.add_n([pair * other, before * padded[:, :, 1:-1, :-2],
+                   after * padded[:, :, 1:-1, 2:], down * padded[:, :, 2:, 1:-1],
+                   up * padded[:, :, :-2, 1:-1]])
+    return tf.add_n([(1.0 - OMEGA) * field, offset, p * nb, q * tf.reverse(nb, [0])])
+
+
+def _sor_sweep(fields, shared):
+    """One red-black block-SOR sweep over the packed field ``(red, black)``."""
+    red, black = fields
+    red = _half_sweep(red, black, shared[0])
+    return red, _half_sweep(black, red, shared[1])
 
 
 def _loop(count, body, state, unroll):
@@ -272,9 +325,7 @@ def _refine(image1, image3, base, u, settings, anchor, unroll):
     ones = tf.ones(shape[:3])  # [B, h, w]
     last_x = tf.concat([ones[:, :, 1:], 0 * ones[:, :, :1]], axis=2)  # 0 on the last column
     last_y = tf.concat([ones[:, 1:], 0 * ones[:, :1]], axis=1)  # 0 on the last row
-    cols, rows = tf.range(shape[2]), tf.range(shape[1])
-    parity = tf.cast((rows[:, None] + cols[None, :]) % 2, tf.float32) * tf.stack([ones] * 2)
-    masks = (1.0 - parity, parity)  # red, then black pixels, [2, B, h, w]
+    odd_columns = tf.cast(tf.range(shape[2]) % 2, tf.float32) * ones  # [B, h, w]
     for _ in range(rounds):
         flow = tf.transpose(u, [1, 2, 3, 0])  # [B, h, w, 2]
         q1, q3 = base - anchor * flow, base + (1.0 - anchor) * flow  # [B, h, w, 2]
@@ -284,8 +335,10 @@ def _refine(image1, image3, base, u, settings, anchor, unroll):
 
         def fixed_point(du, u=u, d=constraints):
             shared = _sor_system(u, _data_system(d, du, delta, gamma),
-                                 _smoothness_weights(u + du, alpha, last_x, last_y), masks)
-            return _loop(sweeps, lambda x: _sor_sweep(x, shared), u + du, unroll) - u
+                                 _smoothness_weights(u + du, alpha, last_x, last_y),
+                                 odd_columns)
+            fields = _loop(sweeps, lambda x: _sor_sweep(x, shared), _pack(u + du), unroll)
+            return _unpack(fields[0], fields[1], tf.shape(u)) - u
 
         u = u + _loop(iterations, fixed_point, tf.zeros_like(u), unroll)
     return u
