@@ -399,9 +399,10 @@ def _rounded(value):
 
 
 def _train(config, settings, start, log, progress):
-    """Trains under the budget that began at ``start``; returns ``(record, candidates, the held-back frames)``, the
-    candidates (the guard's) the best validations that beat the source model, best first,
-    each a dict of ``step``, ``psnr``, ``test_psnr`` and its checkpoint's ``prefix``."""
+    """Trains under the budget that began at ``start``; returns ``(record, candidates, the
+    held-back frames)``, the candidates (the guard's) the best validations that beat the
+    source model, best first, each a dict of ``step``, ``psnr``, ``test_psnr`` and its
+    checkpoint's ``prefix``."""
     from vidcorr.training.adapting import AdaptTrainer
 
     trainer = AdaptTrainer(config, _deadline(settings, start), log=log, progress=progress,
