@@ -6,10 +6,14 @@ c) the transpose, then slices.
 
     PYTHONPATH=. python research/serving/pack_forms.py
 """
-import os, sys, time, tempfile, numpy as np
+import numpy as np
+
+from two_runtimes import time_both
 from vidcorr.compat import tf
-import onnxruntime, tf2onnx
+
 N = 10
+
+
 def pack_a(x):
     s = tf.shape(x)
     x = tf.reshape(x, [s[0], s[1], s[2] // 2, 2, s[3] // 2, 2])
@@ -17,6 +21,8 @@ def pack_a(x):
     red = tf.stack([x[:, :, :, 0, :, 0], x[:, :, :, 1, :, 1]], axis=3)
     black = tf.stack([x[:, :, :, 0, :, 1], x[:, :, :, 1, :, 0]], axis=3)
     return tf.reshape(red, half), tf.reshape(black, half)
+
+
 def pack_b(x):
     s = tf.shape(x)
     x = tf.reshape(x, [s[0], s[1], s[2] // 2, 2, s[3] // 2, 2])
@@ -24,6 +30,8 @@ def pack_b(x):
     x = tf.reshape(x, [s[0], s[1], s[2] // 2, 4, s[3] // 2])
     half = [s[0], s[1], s[2], s[3] // 2]
     return tf.reshape(tf.gather(x, [0, 3], axis=3), half), tf.reshape(tf.gather(x, [1, 2], axis=3), half)
+
+
 def pack_c(x):
     s = tf.shape(x)
     x = tf.reshape(x, [s[0], s[1], s[2] // 2, 2, s[3] // 2, 2])
@@ -32,30 +40,26 @@ def pack_c(x):
     red = tf.stack([x[:, :, :, 0, 0], x[:, :, :, 1, 1]], axis=3)
     black = tf.stack([x[:, :, :, 0, 1], x[:, :, :, 1, 0]], axis=3)
     return tf.reshape(red, half), tf.reshape(black, half)
-rng = np.random.RandomState(0)
-xv = rng.rand(N, 1, 288, 384).astype(np.float32)
-ref = None
-for name, fn in (("a", pack_a), ("b", pack_b), ("c", pack_c)):
-    g = tf.Graph()
-    with g.as_default():
-        x = tf.placeholder(tf.float32, [None, 1, 288, 384], "x")
-        r, b = fn(x)
-        for k in range(9):  # repeated to time
-            r2, b2 = fn(x * (1.0 + k))
-            r, b = r + r2, b + b2
-        out = tf.identity(tf.stack([r, b]), "out")
-        sess = tf.Session(graph=g, config=tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1))
-    v = sess.run(out, {x: xv})
-    ts = []
-    for _ in range(7):
-        t = time.perf_counter(); sess.run(out, {x: xv}); ts.append(time.perf_counter() - t)
-    path = os.path.join(tempfile.mkdtemp(), "m.onnx")
-    tf2onnx.convert.from_graph_def(g.as_graph_def(), input_names=["x:0"], output_names=["out:0"], opset=13, output_path=path)
-    so = onnxruntime.SessionOptions(); so.intra_op_num_threads = 1; so.inter_op_num_threads = 1
-    s = onnxruntime.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    o = s.run(None, {"x:0": xv})[0]
-    os_ = []
-    for _ in range(7):
-        t = time.perf_counter(); s.run(None, {"x:0": xv}); os_.append(time.perf_counter() - t)
-    ref = v if ref is None else ref
-    print("%s TF %.1f ms ORT %.1f ms  diff %g %g" % (name, 1e3*np.median(ts), 1e3*np.median(os_), np.abs(v-ref).max(), np.abs(o-ref).max()))
+
+
+def main():
+    xv = np.random.RandomState(0).rand(N, 1, 288, 384).astype(np.float32)
+    reference = None
+    for name, fn in (("a", pack_a), ("b", pack_b), ("c", pack_c)):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.placeholder(tf.float32, [None, 1, 288, 384], "x")
+            red, black = fn(x)
+            for k in range(9):  # ten packings to time
+                red2, black2 = fn(x * (1.0 + k))
+                red, black = red + red2, black + black2
+            out = tf.identity(tf.stack([red, black]), "out")
+        tf_s, ort_s, tf_v, ort_v = time_both(graph, out, {x: xv})
+        reference = tf_v if reference is None else reference
+        print("%s TF %.1f ms ORT %.1f ms  diff %g %g" % (name, 1e3 * tf_s, 1e3 * ort_s,
+                                                      np.abs(tf_v - reference).max(),
+                                                      np.abs(ort_v - reference).max()))
+
+
+if __name__ == "__main__":
+    main()

@@ -3,17 +3,17 @@
 
     PYTHONPATH=. python research/serving/sweep_forms.py [N=48] [forms=abc]
 
-Form a is vidcorr.readout.refinement._sor_sweep's; b stacks the four neighbours and takes
+Form a was vidcorr.readout.refinement._sor_sweep's until 2026-12-07 (the sweeps now run on the
+field packed by colour: pack_forms.py); b stacks the four neighbours and takes
 one product and one sum; c mixes the neighbour sum with its swap by one product with
 stacked (p, q) and a sum. "vs a": the largest difference from form a's output.
 """
-import os
 import sys
-import tempfile
-import time
+
 import numpy as np
+
+from two_runtimes import time_both
 from vidcorr.compat import tf
-import onnxruntime, tf2onnx
 
 H, W, N = 288, 384, int(sys.argv[1]) if len(sys.argv) > 1 else 48
 rng = np.random.RandomState(0)
@@ -65,24 +65,9 @@ for name in sys.argv[2].split(",") if len(sys.argv) > 2 else "abc":
         w = cs[:4]
         steps = [tuple(cs[4:8]), tuple(cs[8:12])]
         out = tf.identity(forms[name](field, w, steps), "out")
-        sess = tf.Session(graph=g, config=tf.ConfigProto(intra_op_parallelism_threads=1,
-                                                         inter_op_parallelism_threads=1))
         x = rng.rand(2, 1, H, W).astype(np.float32)
-        res = sess.run(out, {field: x})
-        ts = []
-        for _ in range(5):
-            t = time.perf_counter(); sess.run(out, {field: x}); ts.append(time.perf_counter() - t)
-        gd = g.as_graph_def(add_shapes=True)
-    path = os.path.join(tempfile.mkdtemp(), name + ".onnx")
-    tf2onnx.convert.from_graph_def(gd, input_names=["field:0"], output_names=["out:0"],
-                                   opset=13, output_path=path)
-    so = onnxruntime.SessionOptions(); so.intra_op_num_threads = 1; so.inter_op_num_threads = 1
-    s = onnxruntime.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    r2 = s.run(None, {"field:0": x})[0]
-    ots = []
-    for _ in range(5):
-        t = time.perf_counter(); s.run(None, {"field:0": x}); ots.append(time.perf_counter() - t)
+    tf_s, ort_s, res, r2 = time_both(g, out, {field: x}, repeats=5)
     results[name] = res
     print("form %s: TF %.1f ms, ORT %.1f ms, ORT-TF max diff %.2e, vs a %.2e" % (
-        name, 1e3 * np.median(ts), 1e3 * np.median(ots), np.abs(r2 - res).max(),
+        name, 1e3 * tf_s, 1e3 * ort_s, np.abs(r2 - res).max(),
         np.abs(res - results.get("a", res)).max()), flush=True)
